@@ -1,0 +1,235 @@
+"""Typed schema of one run's configuration.
+
+Hydra composes ``conf/config.yaml`` (the ScaleRL recipe) from one config group per design axis; the
+composed tree is merged into these dataclasses, so an unknown key or a value of the wrong type fails
+with the dotted name of the field at fault. Range checks that types cannot express live in
+``rlscale.config.validate``. Section numbers refer to "The Art of Scaling Reinforcement Learning
+Compute for LLMs" (arXiv 2510.13786).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+
+@dataclass
+class ModelConfig:
+    """The policy. ``tiny``: a small Llama built from these sizes, warmed up by a short deterministic
+    supervised phase and cached by content hash (so every variant of a sweep starts from the same
+    weights). ``hf``: a local Hugging Face checkpoint directory (``path``; ``gguf_file`` for GGUF)."""
+
+    name: str = "tiny"
+    path: Optional[str] = None
+    gguf_file: Optional[str] = None
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_size: int = 256
+    max_position_embeddings: int = 256
+    warmup_steps: int = 300
+    warmup_lr: float = 3.0e-3
+    warmup_batch: int = 64
+    warmup_correct_fraction: float = 0.3
+    dtype: str = "float32"
+
+
+@dataclass
+class TaskConfig:
+    """Prompts with reference answers and a verifier. ``reasoning_gym``: any reasoning-gym task by name
+    (``dataset``); ``math``: local jsonl/parquet problems scored with Math-Verify (Section 2)."""
+
+    name: str = "reasoning_gym"
+    dataset: str = "chain_sum"
+    dataset_kwargs: dict = field(default_factory=dict)
+    train_size: int = 2000
+    val_size: int = 200
+    path: Optional[str] = None
+    val_path: Optional[str] = None
+    prompt_key: str = "prompt"
+    answer_key: str = "answer"
+    seed: int = 1234
+
+
+@dataclass
+class LossConfig:
+    """Policy loss (Section 3.2). rho = pi_train / pi_generator_old per token (GSPO: per sequence).
+    grpo: clip [1-0.2, 1+0.2]; dapo: asymmetric [1-0.2, 1+0.28]; gspo: sequence ratio clipped at
+    [1-eps_low, 1+eps_high] with eps ~4e-3; cispo: sg(min(rho, eps_high)) * A * log pi, eps_max 4.
+    ``tis_cap``: truncated importance-sampling weight min(pi_train_old/pi_gen, cap) (None = off).
+    ``kl_coef``: optional k3 KL to the initial policy (the paper uses none)."""
+
+    name: str = "cispo"
+    eps_low: float = 0.0
+    eps_high: float = 4.0
+    tis_cap: Optional[float] = None
+    kl_coef: float = 0.0
+
+
+@dataclass
+class AggregationConfig:
+    """Loss aggregation (Section 3.2): prompt (ScaleRL), sample, or token average."""
+
+    name: str = "prompt"
+
+
+@dataclass
+class NormalizationConfig:
+    """Advantage normalization (Section 3.2): batch (ScaleRL), group (prompt-level std), none."""
+
+    name: str = "batch"
+    eps: float = 1.0e-6
+
+
+@dataclass
+class PrecisionConfig:
+    """FP32 LM head on generator and trainer (ScaleRL, Section 3.2) or bf16 head."""
+
+    name: str = "fp32_head"
+    lm_head_fp32: bool = True
+
+
+@dataclass
+class FilteringConfig:
+    """Zero-variance filtering (drop prompts whose rewards are all equal from the loss, Section 3.2) and
+    DAPO dynamic sampling (resample to refill the batch; ``max_rounds`` extra generation rounds)."""
+
+    name: str = "zero_variance"
+    zero_variance: bool = True
+    dynamic_sampling: bool = False
+    max_rounds: int = 3
+
+
+@dataclass
+class CurriculumConfig:
+    """No-Positive-Resampling (Section 3.2): prompts whose historical pass rate reaches ``threshold``
+    leave the pool for good. ``uniform``: the baseline's uniform resampling."""
+
+    name: str = "no_positive_resampling"
+    threshold: float = 0.9
+
+
+@dataclass
+class LengthConfig:
+    """Length control (Section 3.2). interruption: at a random think length in ``window`` the phrase
+    is appended and the answer generated; penalty: DAPO overlong penalty on correct traces,
+    clip((l_max - |y|) / l_cache - 1, -1, 0)."""
+
+    name: str = "interruption"
+    window: List[int] = field(default_factory=lambda: [24, 32])
+    phrase: str = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
+    l_max: int = 28
+    l_cache: int = 8
+
+
+@dataclass
+class GenerationConfig:
+    """Sampling: think budget and answer budget in tokens (paper: 12,288 + 2,048), temperature."""
+
+    max_think_tokens: int = 32
+    max_answer_tokens: int = 8
+    temperature: float = 1.0
+
+
+@dataclass
+class OffpolicyConfig:
+    """Off-policy algorithm (Section 3.1): ``pipeline`` (PipelineRL-k, ScaleRL) or ``ppo``
+    (PPO-off-policy-k: generate k batches, then k updates). k = 0 is on-policy."""
+
+    name: str = "pipeline"
+    k: int = 8
+    num_generators: int = 1
+    queue_size: int = 4
+
+
+@dataclass
+class BatchConfig:
+    """Prompts per update and generations per prompt (paper: 48 x 16). ``micro_batch``: sequences
+    per forward/backward in gradient accumulation (0 = whole batch)."""
+
+    prompts: int = 16
+    generations: int = 8
+    micro_batch: int = 0
+
+
+@dataclass
+class OptimConfig:
+    """AdamW, constant lr after linear warm-up (paper: 5e-7, eps 1e-15, wd 0.01, 100 warm-up steps;
+    scaled for the tiny model)."""
+
+    lr: float = 1.0e-3
+    betas: List[float] = field(default_factory=lambda: [0.9, 0.999])
+    eps: float = 1.0e-15
+    weight_decay: float = 0.01
+    warmup_steps: int = 5
+    grad_clip: float = 1.0
+
+
+@dataclass
+class EngineConfig:
+    """Backends: generator ``torch`` | ``vllm``; learner ``torch`` | ``deepspeed`` (ZeRO ``zero_stage``).
+    ``device``: auto | cpu | cuda; ``threads``: torch intra-op threads (0 = leave as is)."""
+
+    generator: str = "torch"
+    learner: str = "torch"
+    zero_stage: int = 2
+    device: str = "auto"
+    threads: int = 0
+
+
+@dataclass
+class TrainerConfig:
+    """Loop length and cadence. Eval: mean pass rate on the held-out split, ``eval_samples`` samples
+    per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2)."""
+
+    max_steps: int = 60
+    eval_every: int = 5
+    eval_samples: int = 4
+    checkpoint_every: int = 10
+    truncation_warn: float = 0.10
+
+
+@dataclass
+class LauncherConfig:
+    """Where sweep variants run: ``local`` (submitit local executor) or ``slurm`` (submitit job arrays,
+    or the generated sbatch scripts)."""
+
+    name: str = "local"
+    max_parallel: int = 0
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    gpus_per_node: int = 0
+    cpus_per_task: int = 1
+    mem_gb: float = 4.0
+    timeout_min: int = 60
+    array_parallelism: int = 16
+    signal_delay_s: int = 60
+    extra_sbatch: dict = field(default_factory=dict)
+    setup: List[str] = field(default_factory=list)
+
+
+@dataclass
+class RunConfig:
+    """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    aggregation: AggregationConfig = field(default_factory=AggregationConfig)
+    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    filtering: FilteringConfig = field(default_factory=FilteringConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    length: LengthConfig = field(default_factory=LengthConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    offpolicy: OffpolicyConfig = field(default_factory=OffpolicyConfig)
+    batch: BatchConfig = field(default_factory=BatchConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    seed: int = 0
+    sweep: str = "default"
+    variant: str = "run"
+    out: str = "results/${sweep}/${variant}"
+    cache_dir: str = "~/.cache/rlscale"

@@ -1,0 +1,73 @@
+"""Range and consistency checks that the schema's types cannot express. Each problem is one line that
+starts with the dotted field name."""
+from __future__ import annotations
+
+from typing import List
+
+from omegaconf import DictConfig
+
+CHOICES = {
+    "loss.name": ("grpo", "dapo", "gspo", "cispo"),
+    "aggregation.name": ("prompt", "sample", "token"),
+    "normalization.name": ("batch", "group", "none"),
+    "curriculum.name": ("no_positive_resampling", "uniform"),
+    "length.name": ("interruption", "penalty", "none"),
+    "offpolicy.name": ("pipeline", "ppo"),
+    "model.name": ("tiny", "hf"),
+    "task.name": ("reasoning_gym", "math"),
+    "engine.generator": ("torch", "vllm"),
+    "engine.learner": ("torch", "deepspeed"),
+    "engine.device": ("auto", "cpu", "cuda"),
+    "launcher.name": ("local", "slurm"),
+}
+
+POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",
+            "trainer.checkpoint_every", "generation.max_think_tokens", "generation.max_answer_tokens",
+            "task.train_size", "task.val_size", "optim.lr", "model.hidden_size", "model.num_layers",
+            "model.num_heads")
+NON_NEGATIVE = ("batch.micro_batch", "offpolicy.k", "optim.weight_decay", "optim.warmup_steps",
+                "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads")
+
+
+def _get(cfg: DictConfig, dotted: str):
+    node = cfg
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def validate(cfg: DictConfig) -> List[str]:
+    """Return every problem found (empty when the config is usable)."""
+    problems: List[str] = []
+    for key, allowed in CHOICES.items():
+        value = _get(cfg, key)
+        if value not in allowed:
+            problems.append(f"field '{key}': '{value}' is not one of {', '.join(allowed)}")
+    for key in POSITIVE:
+        if not _get(cfg, key) > 0:
+            problems.append(f"field '{key}': must be > 0, got {_get(cfg, key)}")
+    for key in NON_NEGATIVE:
+        if _get(cfg, key) < 0:
+            problems.append(f"field '{key}': must be >= 0, got {_get(cfg, key)}")
+    if cfg.batch.generations < 2 and cfg.normalization.name == "group":
+        problems.append("field 'batch.generations': group normalization needs >= 2 generations per prompt, "
+                        f"got {cfg.batch.generations}")
+    if cfg.batch.generations < 1:
+        problems.append(f"field 'batch.generations': must be >= 1, got {cfg.batch.generations}")
+    if cfg.loss.name in ("grpo", "dapo") and not (0 <= cfg.loss.eps_low < 1):
+        problems.append(f"field 'loss.eps_low': must be in [0, 1) for {cfg.loss.name}, got {cfg.loss.eps_low}")
+    if not cfg.loss.eps_high > 0:
+        problems.append(f"field 'loss.eps_high': must be > 0, got {cfg.loss.eps_high}")
+    if cfg.loss.tis_cap is not None and cfg.loss.tis_cap <= 0:
+        problems.append(f"field 'loss.tis_cap': must be > 0 or null, got {cfg.loss.tis_cap}")
+    if not 0 < cfg.curriculum.threshold <= 1:
+        problems.append(f"field 'curriculum.threshold': must be in (0, 1], got {cfg.curriculum.threshold}")
+    lo, hi = (list(cfg.length.window) + [0, 0])[:2]
+    if len(cfg.length.window) != 2 or not 0 < lo <= hi:
+        problems.append(f"field 'length.window': must be [lo, hi] with 0 < lo <= hi, got {list(cfg.length.window)}")
+    if not cfg.generation.temperature > 0:
+        problems.append(f"field 'generation.temperature': must be > 0, got {cfg.generation.temperature}")
+    b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]
+    if len(cfg.optim.betas) != 2 or not (0 <= b1 < 1 and 0 <= b2 < 1):
+        problems.append(f"field 'optim.betas': must be two values in [0, 1), got {list(cfg.optim.betas)}")
+    return problems

@@ -1,0 +1,1 @@
+"""Generation backends (torch, vLLM) and learner backends (torch, DeepSpeed)."""

@@ -1,0 +1,1 @@
+"""Plots and the HTML page, from the outputs of ``rlscale fit``. No fitting."""

