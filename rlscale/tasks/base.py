@@ -1,0 +1,57 @@
+"""The Task interface: prompts with reference answers, a fixed held-out split, and a verifier.
+
+Rewards are +1 / -1 for correct / incorrect (Section 2); a Task only says whether an answer is correct.
+The completion given to ``is_correct`` is the model's text after the ``</think>`` marker (the trace is
+stripped first, as the paper does before Math-Verify).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Protocol
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One prompt. ``index`` is its position in its split (stable across runs for the same config)."""
+
+    index: int
+    prompt: str
+    answer: str
+    meta: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    """A supervised target for the warm-up of the embedded model: think trace and final answer."""
+
+    think: str
+    answer: str
+
+
+class Task(Protocol):
+    name: str
+
+    def train_problems(self) -> List[Problem]:
+        ...
+
+    def val_problems(self) -> List[Problem]:
+        ...
+
+    def is_correct(self, problem: Problem, answer_text: str) -> bool:
+        ...
+
+    def demonstration(self, problem: Problem) -> Optional[Demonstration]:
+        """A worked solution for the supervised warm-up, or None when the task has none."""
+        ...
+
+
+def split_think(completion: str) -> tuple[str, str]:
+    """Split a completion into (think trace, answer text) at the last ``</think>``; a completion without
+    the marker has no answer (the think budget ran out)."""
+    head, sep, tail = completion.rpartition(THINK_CLOSE)
+    if not sep:
+        return completion, ""
+    return head.replace(THINK_OPEN, "", 1), tail.strip()
