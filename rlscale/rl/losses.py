@@ -1,0 +1,213 @@
+"""Policy losses by name: grpo, dapo, gspo, cispo (ScaleRL Section 3.2, "Loss type").
+
+Every loss returns a loss per token, [N, T]; turning it into one scalar is the job of
+``rlscale.rl.aggregation`` (kept apart so that any loss combines with any aggregation).
+
+The importance ratio is taken against the GENERATOR's log-prob of the sampled token (Section 3.2):
+rho_it = pi_train(y_it) / pi_gen(y_it) = exp(logp - gen_logp). Shapes: N sequences, T token positions
+(right-padded); ``mask`` is 1 on the completion tokens that enter the loss, 0 elsewhere (prompt,
+padding, filtered-out sequences). Values at mask = 0 are never read: they may be anything finite or
+not, and get neither loss nor gradient.
+
+- grpo / dapo: PPO-clip, -min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A). The two differ only in
+  the clip range the config gives them (GRPO 0.2/0.2; DAPO's asymmetric "clip-higher" 0.2/0.28,
+  Section 3.2).
+- gspo: the same PPO-clip form on the sequence ratio s_i = exp(mean_t (logp - gen_logp)), the
+  geometric mean of the token ratios (GSPO, Zheng et al. 2025). Tokens use GSPO-token's
+  s_it = sg(s_i) * pi(y_it) / sg(pi(y_it)): its value is s_i, its gradient flows through each token's
+  log-prob. With sample aggregation this is exactly GSPO's sequence objective. The paper's working
+  clip scale is eps ~ 4e-3.
+- cispo: -sg(min(rho, eps_high)) A log pi(y_it) (MiniMax-M1's CISPO, ScaleRL's choice): the ratio is
+  truncated from above at eps_high (the ratio itself, e.g. 4, not 1 + eps) and carries no gradient;
+  the gradient flows only through log pi. There is no lower clip (lower bound 0): eps_low is unused.
+
+Corrections applied on top of any loss, per token:
+- ``tis_cap``: truncated importance sampling for the trainer/generator mismatch,
+  loss * sg(min(exp(prox_logp - gen_logp), tis_cap)), when ``prox_logp`` is given (else skipped).
+- ``kl_coef`` > 0: + kl_coef * k3, k3 = exp(ref_logp - logp) - (ref_logp - logp) - 1 (Schulman's
+  unbiased, non-negative estimator of KL(pi || pi_ref)). The paper uses no KL term (Section 2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Literal, Mapping, Optional
+
+import torch
+from torch import Tensor
+
+LossName = Literal["grpo", "dapo", "gspo", "cispo"]
+
+
+@dataclass(frozen=True)
+class LossInputs:
+    """One (micro-)batch of N sequences, T token positions.
+
+    logp:       [N, T] current policy log-prob of each sampled token (requires grad).
+    gen_logp:   [N, T] the generator's log-prob of that token, recorded at sampling time.
+    advantages: [N] one advantage per sequence (``rlscale.rl.advantages``).
+    mask:       [N, T] float, 1 = completion token in the loss, 0 = not.
+    prox_logp:  [N, T] or None, the trainer's log-prob before this update (no grad), for ``tis_cap``.
+    ref_logp:   [N, T] or None, the reference policy's log-prob, for the KL term.
+    """
+
+    logp: Tensor
+    gen_logp: Tensor
+    advantages: Tensor
+    mask: Tensor
+    prox_logp: Optional[Tensor] = None
+    ref_logp: Optional[Tensor] = None
+
+    def __post_init__(self) -> None:
+        shape = self.logp.shape
+        if self.logp.dim() != 2:
+            raise ValueError(f"logp must be [N, T], got shape {tuple(shape)}")
+        for name in ("gen_logp", "mask", "prox_logp", "ref_logp"):
+            value = getattr(self, name)
+            if value is not None and value.shape != shape:
+                raise ValueError(f"{name} has shape {tuple(value.shape)}, logp has {tuple(shape)}")
+        if self.advantages.shape != shape[:1]:
+            raise ValueError(f"advantages must be [N] = [{shape[0]}], got {tuple(self.advantages.shape)}")
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """Which loss and its knobs; field names match ``rlscale.config.schema.LossConfig``.
+
+    name:     "grpo" | "dapo" | "gspo" | "cispo".
+    eps_low:  lower clip, ratio >= 1 - eps_low (grpo, dapo, gspo; unused by cispo).
+    eps_high: upper clip, ratio <= 1 + eps_high (grpo, dapo, gspo); cispo's cap on the ratio itself.
+    tis_cap:  truncated-IS cap on pi_prox / pi_gen, None = off.
+    kl_coef:  weight of the k3 KL term to ``ref_logp``, 0 = off.
+    """
+
+    name: str
+    eps_low: float
+    eps_high: float
+    tis_cap: Optional[float] = None
+    kl_coef: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.name not in _LOSSES:
+            raise ValueError(f"loss '{self.name}' is not one of {', '.join(LOSS_NAMES)}")
+        if self.tis_cap is not None and not self.tis_cap > 0:
+            raise ValueError(f"tis_cap must be > 0 or None, got {self.tis_cap}")
+        if self.kl_coef < 0:
+            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
+
+
+@dataclass(frozen=True)
+class LossOutputs:
+    """per_token:     [N, T] loss per token before aggregation, 0 where mask = 0.
+    clip_fraction: [] fraction of masked tokens whose ratio is clipped (no gradient through it).
+    ratio_mean:    [] mean over masked tokens of the ratio the loss uses (gspo: the sequence ratio).
+    kl:            [] mean over masked tokens of k3, when ``ref_logp`` is given; else None.
+    The three diagnostics are detached means over this (micro-)batch's masked tokens."""
+
+    per_token: Tensor
+    clip_fraction: Tensor
+    ratio_mean: Tensor
+    kl: Optional[Tensor] = None
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    """What every loss reads, with positions outside the mask neutralised (log-probs 0, ratio 1)."""
+
+    logp: Tensor        # [N, T]
+    log_ratio: Tensor   # [N, T] logp - gen_logp
+    advantages: Tensor  # [N, 1]
+    mask: Tensor        # [N, T] float
+
+
+@dataclass(frozen=True)
+class _PolicyTerm:
+    loss: Tensor     # [N, T] policy-gradient term
+    ratio: Tensor    # [N, T] the ratio it uses, detached
+    clipped: Tensor  # [N, T] bool, the clip is active
+
+
+def _ppo_clip(ratio: Tensor, advantages: Tensor, spec: LossSpec) -> _PolicyTerm:
+    """-min(ratio A, clip(ratio, 1 - eps_low, 1 + eps_high) A); clipped where the second term wins."""
+    unclipped = ratio * advantages
+    clipped = ratio.clamp(1.0 - spec.eps_low, 1.0 + spec.eps_high) * advantages
+    return _PolicyTerm(loss=-torch.minimum(unclipped, clipped), ratio=ratio.detach(),
+                       clipped=clipped < unclipped)
+
+
+def _token_ppo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
+    """grpo / dapo: PPO-clip on the token ratio."""
+    return _ppo_clip(tokens.log_ratio.exp(), tokens.advantages, spec)
+
+
+def sequence_log_ratio(log_ratio: Tensor, mask: Tensor) -> Tensor:
+    """[N, T] token log-ratios -> [N] mean over each sequence's masked tokens (log of GSPO's s_i, the
+    geometric mean of the token ratios); 0 for a sequence with no masked token."""
+    return (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+
+
+def _gspo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
+    """gspo: PPO-clip on s_it = sg(s_i) * pi(y_it) / sg(pi(y_it))."""
+    seq = sequence_log_ratio(tokens.log_ratio, tokens.mask).detach().unsqueeze(-1)
+    return _ppo_clip((seq + tokens.logp - tokens.logp.detach()).exp(), tokens.advantages, spec)
+
+
+def _cispo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
+    """cispo: -sg(min(rho, eps_high)) A log pi."""
+    ratio = tokens.log_ratio.detach().exp()
+    weight = ratio.clamp(max=spec.eps_high)
+    return _PolicyTerm(loss=-weight * tokens.advantages * tokens.logp, ratio=ratio,
+                       clipped=ratio > spec.eps_high)
+
+
+_LOSSES: Mapping[str, Callable[[_Tokens, LossSpec], _PolicyTerm]] = MappingProxyType({
+    "grpo": _token_ppo,
+    "dapo": _token_ppo,
+    "gspo": _gspo,
+    "cispo": _cispo,
+})
+LOSS_NAMES: tuple[str, ...] = tuple(_LOSSES)
+
+
+def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
+    return (values * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def truncated_is_weight(prox_logp: Tensor, gen_logp: Tensor, cap: float) -> Tensor:
+    """[N, T] sg(min(pi_prox / pi_gen, cap)): the truncated importance weight correcting for the
+    trainer/generator mismatch (no gradient)."""
+    return (prox_logp - gen_logp).detach().exp().clamp(max=cap)
+
+
+def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """[N, T] k3 estimator of KL(pi || pi_ref): exp(ref - logp) - (ref - logp) - 1 (>= 0)."""
+    delta = ref_logp - logp
+    return delta.exp() - delta - 1.0
+
+
+def policy_loss(inp: LossInputs, spec: LossSpec) -> LossOutputs:
+    """The loss per token of ``spec.name`` with the optional TIS and KL corrections (module docstring).
+
+    Aggregate with ``(aggregation_weights(...) * out.per_token).sum()``.
+    """
+    valid = inp.mask > 0
+    logp = torch.where(valid, inp.logp, 0.0)
+    gen_logp = torch.where(valid, inp.gen_logp, 0.0)
+    tokens = _Tokens(logp=logp, log_ratio=logp - gen_logp, advantages=inp.advantages.unsqueeze(-1),
+                     mask=inp.mask)
+    term = _LOSSES[spec.name](tokens, spec)
+    per_token = term.loss
+    if spec.tis_cap is not None and inp.prox_logp is not None:
+        per_token = per_token * truncated_is_weight(torch.where(valid, inp.prox_logp, 0.0), gen_logp,
+                                                    spec.tis_cap)
+    if spec.kl_coef > 0 and inp.ref_logp is None:
+        raise ValueError("kl_coef > 0 needs ref_logp")
+    kl = None
+    if inp.ref_logp is not None:
+        k3 = k3_kl(logp, torch.where(valid, inp.ref_logp, 0.0))
+        kl = _masked_mean(k3.detach(), inp.mask)
+        if spec.kl_coef > 0:
+            per_token = per_token + spec.kl_coef * k3
+    return LossOutputs(per_token=per_token * inp.mask,
+                       clip_fraction=_masked_mean(term.clipped.to(inp.mask.dtype), inp.mask),
+                       ratio_mean=_masked_mean(term.ratio, inp.mask), kl=kl)
