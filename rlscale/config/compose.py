@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
@@ -16,6 +17,15 @@ from omegaconf.errors import OmegaConfBaseException
 
 from rlscale.config.schema import RunConfig
 from rlscale.paths import CONF_DIR
+
+
+SCHEMA_NAME = "rlscale_schema"
+
+
+def register_schema() -> None:
+    """Make ``RunConfig`` the base of conf/config.yaml's defaults list, so every schema field can be
+    overridden without a ``+`` and an unknown key fails with its name."""
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=RunConfig)
 
 
 class ConfigError(ValueError):
@@ -32,6 +42,7 @@ def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config
     """Compose ``conf_dir/config_name.yaml`` with Hydra ``overrides`` and return a typed, resolved,
     validated config (a DictConfig backed by ``RunConfig``)."""
     GlobalHydra.instance().clear()
+    register_schema()
     try:
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
             raw = compose(config_name=config_name, overrides=list(overrides))

@@ -29,7 +29,7 @@ class ModelConfig:
     warmup_steps: int = 300
     warmup_lr: float = 3.0e-3
     warmup_batch: int = 64
-    warmup_correct_fraction: float = 0.3
+    warmup_correct_fraction: float = 0.2
     dtype: str = "float32"
 
 

@@ -2,7 +2,7 @@
 by a short deterministic supervised warm-up and cached by content hash, so every variant of a sweep
 starts from the same weights.
 
-The warm-up targets are the task's worked demonstrations, with the final result perturbed in a
+The warm-up targets are the task's worked demonstrations, with the final answer perturbed in a
 fraction of them (``warmup_correct_fraction`` kept exact): the base model then answers correctly only
 some of the time (R0 low but not zero), and RL has a verifiable signal to sharpen.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import List, Tuple
@@ -24,7 +23,7 @@ from rlscale.engines.char_tokenizer import CharTokenizer
 from rlscale.results.atomic import atomic_write
 from rlscale.tasks.base import THINK_CLOSE, Demonstration, Task
 
-WARMUP_VERSION = 1
+WARMUP_VERSION = 2
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)
 
 
@@ -38,10 +37,9 @@ def build_tiny_llama(cfg: ModelConfig, vocab_size: int) -> LlamaForCausalLM:
 
 
 def perturbed(demo: Demonstration, offset: int) -> Demonstration:
-    """The same trace with its last result (and the answer) shifted by ``offset``."""
-    wrong = str(int(demo.answer) + offset)
-    think = re.sub(r"=-?\d+$", "=" + wrong, demo.think)
-    return Demonstration(think=think, answer=wrong)
+    """The same (correct) trace with a final answer shifted by ``offset``: the base model has learned to
+    compute but answers carelessly, which RL can fix from the verifier's signal alone."""
+    return Demonstration(think=demo.think, answer=str(int(demo.answer) + offset))
 
 
 def warmup_sequences(task: Task, tok: CharTokenizer, cfg: ModelConfig, gen: torch.Generator

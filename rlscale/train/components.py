@@ -1,0 +1,118 @@
+"""Build everything one run needs from its config: task, tokenizer, policy, generator, learner,
+curriculum pool, rollout source, compute meter. The loop only sees these interfaces, so the
+generator (torch | vllm), the learner (torch | deepspeed) and the off-policy mode (ppo | pipeline) are
+swapped here without touching it."""
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlscale.config.schema import RunConfig
+from rlscale.engines.policy import count_parameters
+from rlscale.rl import LossSpec, NoPositiveResamplingPool
+from rlscale.tasks.base import Task
+from rlscale.train.compute import ComputeMeter
+from rlscale.train.rollouts import PPOOffPolicySource, RolloutSampler, RolloutSource
+
+
+@dataclass
+class Components:
+    cfg: RunConfig
+    device: torch.device
+    task: Task
+    tok: Any
+    model: Any
+    generator: Any
+    learner: Any
+    pool: NoPositiveResamplingPool
+    rng: torch.Generator
+    meter: ComputeMeter
+    sampler: RolloutSampler
+    source: RolloutSource
+
+
+def typed(cfg: DictConfig) -> RunConfig:
+    return OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def build_task(cfg: RunConfig) -> Task:
+    from rlscale.tasks.registry import build_task as registry_build
+
+    return registry_build(cfg.task)
+
+
+def build_policy(cfg: RunConfig, task: Task, device: torch.device):
+    """(model, tokenizer): the cached warmed-up tiny Llama, or a local HF checkpoint."""
+    if cfg.model.name == "tiny":
+        from rlscale.engines.char_tokenizer import CharTokenizer
+        from rlscale.engines.tiny_model import load_or_build_tiny
+
+        tok = CharTokenizer(cfg.length.phrase)
+        model = load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir))
+    else:
+        from rlscale.engines.hf_model import load_hf_policy_for_training
+
+        model, tok = load_hf_policy_for_training(cfg.model, cfg.length.phrase)
+    return model.to(device).eval(), tok
+
+
+def build_generator(cfg: RunConfig, model, tok, device: torch.device):
+    if cfg.engine.generator == "vllm":
+        from rlscale.engines.vllm_generator import VLLMGenerator
+
+        return VLLMGenerator(cfg, model, tok)
+    from rlscale.engines.torch_generator import TorchGenerator
+
+    return TorchGenerator(model, tok, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, device)
+
+
+def build_learner(cfg: RunConfig, model):
+    spec = LossSpec(**asdict(cfg.loss))
+    ref_model = copy.deepcopy(model).eval() if cfg.loss.kl_coef > 0 else None
+    if cfg.engine.learner == "deepspeed":
+        from rlscale.engines.deepspeed_learner import DeepSpeedLearner
+
+        return DeepSpeedLearner(cfg, model, spec, ref_model=ref_model)
+    from rlscale.engines.torch_learner import TorchLearner
+
+    return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
+                        micro_batch=cfg.batch.micro_batch, ref_model=ref_model)
+
+
+def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) -> RolloutSource:
+    if cfg.offpolicy.name == "pipeline":
+        from rlscale.train.pipeline import PipelineSource
+
+        return PipelineSource(cfg, sampler, model, run_dir)
+    return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.k)
+
+
+def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
+    cfg = typed(cfg_in)
+    if cfg.engine.threads > 0:
+        torch.set_num_threads(cfg.engine.threads)
+    device = pick_device(cfg.engine.device)
+    torch.manual_seed(cfg.seed)
+    task = build_task(cfg)
+    model, tok = build_policy(cfg, task, device)
+    generator = build_generator(cfg, model, tok, device)
+    learner = build_learner(cfg, model)
+    pool = NoPositiveResamplingPool(len(task.train_problems()), cfg.curriculum.threshold,
+                                    enabled=cfg.curriculum.name == "no_positive_resampling")
+    rng = torch.Generator().manual_seed(cfg.seed)
+    meter = ComputeMeter(count_parameters(model), device.type,
+                         torch.cuda.device_count() if device.type == "cuda" else 1)
+    sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length, rng, meter)
+    source = build_source(cfg, sampler, model, run_dir)
+    return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source)

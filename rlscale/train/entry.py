@@ -1,0 +1,46 @@
+"""Entry points of one run: from a run directory holding config.yaml (what sweep jobs and sbatch
+scripts call), or from Hydra overrides (``rlscale run``)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import OmegaConf
+
+from rlscale.config import ConfigError, compose_run_config, load_run_config
+from rlscale.results.atomic import atomic_write_text
+from rlscale.results.status import RunState, write_status
+
+
+def train_run_dir(run_dir: Path) -> str:
+    """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``; return the final
+    state written to status.json (done | failed | diverged)."""
+    from rlscale.train.loop import train
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    run_dir = Path(run_dir)
+    try:
+        cfg = load_run_config(run_dir / "config.yaml")
+    except ConfigError as err:
+        write_status(run_dir, RunState.FAILED, str(err))
+        return RunState.FAILED.value
+    return train(cfg, run_dir)
+
+
+def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force: bool = False) -> Path:
+    """Compose the config, create its run directory (``out``) and write config.yaml there. An existing
+    run directory with the same config is resumed; a different one is refused unless ``force``."""
+    cfg = compose_run_config(overrides, config_name)
+    run_dir = Path(cfg.out)
+    text = OmegaConf.to_yaml(cfg)
+    existing = run_dir / "config.yaml"
+    if existing.exists() and existing.read_text() != text and not force:
+        raise ConfigError(f"{existing}: a run with a different config exists there; pass out=<dir> for a new "
+                          "run or --force to start this one over")
+    if force and run_dir.exists():
+        for name in ("metrics.jsonl", "status.json", "checkpoints/last.pt"):
+            (run_dir / name).unlink(missing_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(existing, text)
+    return run_dir

@@ -1,0 +1,192 @@
+"""The training loop of one run: pull a batch from the rollout source, filter, compute advantages and
+global aggregation weights, update, log, evaluate, checkpoint. Resumes from ``checkpoints/last.pt``.
+
+Metrics (results contract): a train line per update, an eval line at step 0 and every
+``trainer.eval_every`` steps and at the end. Steps count optimizer updates.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import torch
+from omegaconf import DictConfig
+
+from rlscale.results.metrics import MetricsLog
+from rlscale.results.status import RunState, write_status
+from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
+from rlscale.train.batch import ScoredGroup, TrainBatch, collate
+from rlscale.train.checkpoint import load_checkpoint, save_checkpoint
+from rlscale.train.components import Components, build_components
+from rlscale.train.evaluate import evaluate
+
+log = logging.getLogger("rlscale.train")
+
+
+class Diverged(RuntimeError):
+    """NaN or inf in the loss or the gradients."""
+
+
+def prepare_batch(groups: List[ScoredGroup], comps: Components) -> tuple[TrainBatch, torch.Tensor, torch.Tensor, float]:
+    """Collate, apply zero-variance filtering to the loss mask, compute advantages over the kept
+    sequences and the aggregation weights over the whole batch. Returns (batch, advantages, weights,
+    kept-prompt fraction)."""
+    cfg = comps.cfg
+    batch = collate(groups, comps.tok.pad_id)
+    keep = torch.ones(batch.num_sequences, dtype=torch.bool)
+    if cfg.filtering.zero_variance:
+        keep = zero_variance_keep(batch.rewards, batch.group_ids)
+    advantages = torch.zeros(batch.num_sequences)
+    if keep.any():
+        advantages[keep] = compute_advantages(batch.rewards[keep], batch.group_ids[keep], cfg.normalization.name,
+                                              cfg.normalization.eps)
+    batch.mask = batch.mask * keep.unsqueeze(-1).float()
+    weights = aggregation_weights(batch.mask, batch.group_ids, cfg.aggregation.name)
+    kept_fraction = float(keep.float().view(len(groups), -1).any(-1).float().mean())
+    return batch, advantages, weights, kept_fraction
+
+
+def lag_stats(batch: TrainBatch, version: int) -> Dict[str, float]:
+    """Off-policy lag of the trained tokens: current version minus the version that sampled them."""
+    sampled = batch.versions[batch.mask > 0] if (batch.mask > 0).any() else batch.versions[batch.versions >= 0]
+    if sampled.numel() == 0:
+        return {"lag_min": 0.0, "lag_mean": 0.0, "lag_max": 0.0}
+    lag = (version - sampled).float()
+    return {"lag_min": float(lag.min()), "lag_mean": float(lag.mean()), "lag_max": float(lag.max())}
+
+
+def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Components, kept: float,
+                  lag: Dict[str, float], wall: float) -> dict:
+    completions = [c for g in groups for c in g.completions]
+    correct = [x for g in groups for x in g.correct]
+    rewards = [r for g in groups for r in g.rewards]
+    n = len(completions)
+    gen_tokens = sum(len(c.tokens) for c in completions)
+    truncation = sum(c.truncated for c in completions) / n
+    record = {
+        "step": step, "kind": "train", **comps.meter.totals.as_metrics(),
+        "reward": sum(rewards) / n, "pass_rate": sum(correct) / n, "truncation_rate": truncation,
+        "interruption_rate": sum(c.interrupted for c in completions) / n,
+        "response_tokens_mean": gen_tokens / n, "entropy": result.entropy, "loss": result.loss,
+        "grad_norm": result.grad_norm, "clip_fraction": result.clip_fraction, "ratio_mean": result.ratio_mean,
+        "kept_prompt_fraction": kept, "signal_fraction": comps.sampler.take_signal_fraction(),
+        "pool_active": len(comps.pool.active()), "lr": comps.learner.scheduler.get_last_lr()[0],
+        "samples_per_s": n / wall, "tokens_per_s": gen_tokens / wall, "step_seconds": wall, **lag,
+    }
+    if result.kl is not None:
+        record["kl"] = result.kl
+    return record
+
+
+class RunLoop:
+    def __init__(self, cfg: DictConfig, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.comps = build_components(cfg, self.run_dir)
+        self.cfg = self.comps.cfg
+        self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.step = 0
+
+    # -- state ---------------------------------------------------------------------------------
+    def state(self) -> dict:
+        c = self.comps
+        return {"step": self.step, "model": c.model.state_dict(), "learner": c.learner.state_dict(),
+                "rng": c.rng.get_state(), "torch_rng": torch.get_rng_state(), "pool": c.pool.state_dict(),
+                "source": c.source.state_dict(), "compute": c.meter.state_dict(),
+                "metrics_bytes": self.metrics_path.stat().st_size if self.metrics_path.exists() else 0}
+
+    def restore(self) -> bool:
+        ckpt = load_checkpoint(self.run_dir)
+        if ckpt is None:
+            if self.metrics_path.exists():  # killed before the first checkpoint: start over cleanly
+                self.metrics_path.unlink()
+            return False
+        c = self.comps
+        c.model.load_state_dict(ckpt["model"])
+        c.learner.load_state_dict(ckpt["learner"])
+        c.rng.set_state(ckpt["rng"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        c.pool.load_state_dict(ckpt["pool"])
+        c.source.load_state_dict(ckpt["source"])
+        c.meter.load_state_dict(ckpt["compute"])
+        self.step = ckpt["step"]
+        if self.metrics_path.exists() and self.metrics_path.stat().st_size > ckpt["metrics_bytes"]:
+            with open(self.metrics_path, "r+b") as fh:  # lines after the checkpoint are produced again
+                fh.truncate(ckpt["metrics_bytes"])
+        c.source.after_update(c.model, self.step)
+        return True
+
+    def checkpoint(self) -> None:
+        save_checkpoint(self.run_dir, self.state())
+
+    # -- work ----------------------------------------------------------------------------------
+    def evaluate(self, metrics: MetricsLog) -> None:
+        c, t = self.comps, self.cfg.trainer
+        result = evaluate(c.task, c.tok, c.generator, c.task.val_problems(), t.eval_samples, self.cfg.seed, self.step)
+        metrics.append({"step": self.step, "kind": "eval", **c.meter.totals.as_metrics(),
+                        "val_reward": result.val_reward, "val_samples": result.val_samples,
+                        "val_truncation_rate": result.truncation_rate})
+
+    def update(self) -> dict:
+        c = self.comps
+        start = time.perf_counter()
+        with c.meter.measure():
+            groups = c.source.next_batch(self.step)
+            batch, advantages, weights, kept = prepare_batch(groups, c)
+            result = c.learner.step(batch, advantages, weights)
+            extra = int(self.cfg.loss.tis_cap is not None) + int(self.cfg.loss.kl_coef > 0)
+            c.meter.add_training(result.trained_tokens, extra_forwards=extra)
+        if not (math.isfinite(result.loss) and math.isfinite(result.grad_norm)):
+            raise Diverged(f"non-finite {'loss' if not math.isfinite(result.loss) else 'gradient norm'} "
+                           f"at step {self.step + 1}")
+        lag = lag_stats(batch, self.step)
+        self.step += 1
+        c.source.after_update(c.model, self.step)
+        return train_metrics(self.step, groups, result, c, kept, lag, time.perf_counter() - start)
+
+    def run(self) -> None:
+        t = self.cfg.trainer
+        resumed = self.restore()
+        metrics = MetricsLog(self.metrics_path)
+        if not resumed:
+            self.evaluate(metrics)
+            self.checkpoint()
+        while self.step < t.max_steps:
+            record = self.update()
+            metrics.append(record)
+            if record["truncation_rate"] > t.truncation_warn:
+                log.warning("step %d: truncation rate %.0f%% is above %.0f%% (the paper's instability signal)",
+                            self.step, 100 * record["truncation_rate"], 100 * t.truncation_warn)
+            if self.step % t.eval_every == 0 or self.step == t.max_steps:
+                self.evaluate(metrics)
+            if self.step % t.checkpoint_every == 0 or self.step == t.max_steps:
+                self.checkpoint()
+
+    def close(self) -> None:
+        self.comps.source.close()
+
+
+def train(cfg: DictConfig, run_dir: Path) -> str:
+    """Train or resume one run; write status.json; return the final state."""
+    run_dir = Path(run_dir)
+    write_status(run_dir, RunState.RUNNING, pid=os.getpid())
+    loop = None
+    try:
+        loop = RunLoop(cfg, run_dir)
+        loop.run()
+        state, reason = RunState.DONE, ""
+    except Diverged as err:
+        state, reason = RunState.DIVERGED, str(err)
+    except PoolExhausted as err:
+        state, reason = RunState.DONE, f"stopped early: {err}"
+    except Exception as err:  # any failure of this run is recorded, never hidden
+        log.exception("run failed")
+        state, reason = RunState.FAILED, f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]
+    finally:
+        if loop is not None:
+            loop.close()
+    write_status(run_dir, state, reason, step=loop.step if loop else 0)
+    return state.value

@@ -1,0 +1,137 @@
+"""Where training batches come from: prompts drawn from the curriculum pool, G completions each,
+scored with +1/-1 rewards (Section 2), optionally refilled by DAPO dynamic sampling, and handed out by
+an off-policy source (Section 3.1).
+"""
+from __future__ import annotations
+
+from typing import List, Protocol
+
+import torch
+
+from rlscale.config.schema import FilteringConfig, LengthConfig
+from rlscale.engines.torch_generator import Completion
+from rlscale.rl import NoPositiveResamplingPool, dapo_length_penalty
+from rlscale.tasks.base import Problem, Task, split_think
+from rlscale.train.batch import ScoredGroup
+from rlscale.train.compute import ComputeMeter
+
+
+def score_completion(task: Task, problem: Problem, completion: Completion) -> bool:
+    """Correct when the text after ``</think>`` verifies; a truncated trace has no answer."""
+    if completion.truncated:
+        return False
+    _, answer = split_think(completion.text)
+    return bool(answer) and task.is_correct(problem, answer)
+
+
+def rewards_for(completions: List[Completion], correct: List[bool], length_cfg: LengthConfig) -> List[float]:
+    """+1 / -1, plus the DAPO overlong penalty on correct traces when length control is ``penalty``."""
+    rewards = torch.tensor([1.0 if c else -1.0 for c in correct])
+    if length_cfg.name == "penalty":
+        lengths = torch.tensor([len(c.tokens) for c in completions])
+        rewards = rewards + dapo_length_penalty(lengths, torch.tensor(correct), length_cfg.l_max, length_cfg.l_cache)
+    return rewards.tolist()
+
+
+class RolloutSampler:
+    """Draws prompts from the pool, generates ``generations`` completions for each, scores them, and
+    feeds the pass rates back to the pool (No-Positive-Resampling history)."""
+
+    def __init__(self, task: Task, tok, generator, pool: NoPositiveResamplingPool, generations: int,
+                 filtering: FilteringConfig, length: LengthConfig, rng: torch.Generator, meter: ComputeMeter):
+        self.task, self.tok, self.generator, self.pool = task, tok, generator, pool
+        self.problems = task.train_problems()
+        self.generations = generations
+        self.filtering = filtering
+        self.length = length
+        self.rng = rng
+        self.meter = meter
+        self.groups_generated = 0
+        self.groups_with_signal = 0
+
+    def sample(self, num_prompts: int, version: int, version_hook=None) -> List[ScoredGroup]:
+        ids = self.pool.next_batch(num_prompts, self.rng)
+        prompts = [self.tok.encode_prompt(self.problems[i].prompt) for i in ids for _ in range(self.generations)]
+        completions = self.generator.generate(prompts, self.rng, version=version, version_hook=version_hook)
+        self.meter.add_generation(sum(len(p) for p in prompts), sum(len(c.tokens) for c in completions),
+                                  len(completions))
+        groups, correct_all = [], []
+        for j, pid in enumerate(ids):
+            comps = completions[j * self.generations:(j + 1) * self.generations]
+            correct = [score_completion(self.task, self.problems[pid], c) for c in comps]
+            groups.append(ScoredGroup(pid, comps, correct, rewards_for(comps, correct, self.length)))
+            correct_all.extend(correct)
+        self.pool.update([i for i in ids for _ in range(self.generations)], torch.tensor(correct_all, dtype=torch.float))
+        self.groups_generated += len(groups)
+        self.groups_with_signal += sum(g.has_signal for g in groups)
+        return groups
+
+    def sample_batch(self, num_prompts: int, version: int) -> List[ScoredGroup]:
+        """``num_prompts`` groups; with dynamic sampling, zero-variance groups are replaced by new draws
+        for up to ``max_rounds`` extra rounds (DAPO), the rest filled with what was drawn last."""
+        groups = self.sample(num_prompts, version)
+        if not self.filtering.dynamic_sampling:
+            return groups
+        kept = [g for g in groups if g.has_signal]
+        spare = [g for g in groups if not g.has_signal]
+        for _ in range(self.filtering.max_rounds):
+            if len(kept) >= num_prompts:
+                break
+            more = self.sample(num_prompts - len(kept), version)
+            kept += [g for g in more if g.has_signal]
+            spare = [g for g in more if not g.has_signal] + spare
+        return (kept + spare)[:num_prompts]
+
+    def take_signal_fraction(self) -> float:
+        """Fraction of groups generated since the last call whose rewards were not all equal."""
+        frac = self.groups_with_signal / max(1, self.groups_generated)
+        self.groups_generated = self.groups_with_signal = 0
+        return frac
+
+
+class RolloutSource(Protocol):
+    """What the training loop pulls batches from; PipelineRL and PPO-off-policy implement it."""
+
+    def next_batch(self, version: int) -> List[ScoredGroup]:
+        ...
+
+    def after_update(self, model, version: int) -> None:
+        ...
+
+    def state_dict(self) -> dict:
+        ...
+
+    def load_state_dict(self, state: dict) -> None:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class PPOOffPolicySource:
+    """PPO-off-policy-k (Section 3.1): the generator produces k x B prompts' completions with the
+    current weights; the trainer then makes k updates of B prompts each. k <= 1 is on-policy."""
+
+    def __init__(self, sampler: RolloutSampler, prompts_per_batch: int, k: int):
+        self.sampler = sampler
+        self.prompts = prompts_per_batch
+        self.k = max(1, k)
+        self.buffer: List[List[ScoredGroup]] = []
+
+    def next_batch(self, version: int) -> List[ScoredGroup]:
+        if not self.buffer:
+            groups = self.sampler.sample_batch(self.prompts * self.k, version)
+            self.buffer = [groups[i * self.prompts:(i + 1) * self.prompts] for i in range(self.k)]
+        return self.buffer.pop(0)
+
+    def after_update(self, model, version: int) -> None:
+        """The generator shares the learner's model: nothing to publish."""
+
+    def state_dict(self) -> dict:
+        return {"buffer": self.buffer}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.buffer = state["buffer"]
+
+    def close(self) -> None:
+        pass
