@@ -159,7 +159,7 @@ class OptimConfig:
     """AdamW, constant lr after linear warm-up (paper: 5e-7, eps 1e-15, wd 0.01, 100 warm-up steps;
     scaled for the tiny model)."""
 
-    lr: float = 1.0e-3
+    lr: float = 2.0e-4
     betas: List[float] = field(default_factory=lambda: [0.9, 0.999])
     eps: float = 1.0e-15
     weight_decay: float = 0.01

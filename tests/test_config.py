@@ -1,0 +1,53 @@
+"""Composition of the run config: the ScaleRL defaults, the Section-2 baseline, and one-line errors
+naming the override or field at fault."""
+from __future__ import annotations
+
+import pytest
+
+from rlscale.config import ConfigError, compose_run_config
+
+
+def test_default_is_the_scalerl_recipe():
+    cfg = compose_run_config([])
+    assert (cfg.loss.name, cfg.loss.eps_high, cfg.aggregation.name, cfg.normalization.name) == ("cispo", 4.0, "prompt", "batch")
+    assert cfg.precision.lm_head_fp32 and cfg.filtering.zero_variance
+    assert (cfg.curriculum.name, cfg.length.name, cfg.offpolicy.name, cfg.offpolicy.k) == (
+        "no_positive_resampling", "interruption", "pipeline", 8)
+    assert cfg.optim.eps == 1e-15 and cfg.optim.weight_decay == 0.01
+
+
+def test_baseline_is_section_2():
+    cfg = compose_run_config([], config_name="baseline")
+    assert (cfg.loss.name, cfg.loss.eps_low, cfg.loss.eps_high) == ("dapo", 0.2, 0.28)
+    assert (cfg.aggregation.name, cfg.normalization.name, cfg.precision.lm_head_fp32) == ("sample", "group", False)
+    assert (cfg.filtering.zero_variance, cfg.curriculum.name, cfg.offpolicy.name, cfg.length.name) == (
+        False, "uniform", "ppo", "interruption")
+
+
+def test_overrides_reach_the_typed_config():
+    cfg = compose_run_config(["loss=gspo", "batch.prompts=4", "optim.lr=1e-5", "seed=3"])
+    assert cfg.loss.name == "gspo" and cfg.loss.eps_high == 0.004
+    assert cfg.batch.prompts == 4 and cfg.optim.lr == 1e-5 and cfg.seed == 3
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    (["loss=ppo2"], "loss"),                                   # unknown group option lists valid ones
+    (["batch.promts=4"], "promts"),                            # unknown key
+    (["batch.prompts=many"], "batch.prompts"),                 # bad type
+    (["batch.prompts=-1"], "batch.prompts"),                   # negative size
+    (["loss=dapo", "loss.eps_low=1.5"], "loss.eps_low"),      # eps out of range
+    (["normalization=group", "batch.generations=1"], "batch.generations"),
+    (["length.window=[10,5]"], "length.window"),
+    (["curriculum.threshold=0"], "curriculum.threshold"),
+])
+def test_invalid_configs_name_the_field(overrides, needle):
+    with pytest.raises(ConfigError) as err:
+        compose_run_config(overrides)
+    message = str(err.value)
+    assert needle in message and "\n" not in message
+
+
+def test_unknown_group_option_names_the_valid_ones():
+    with pytest.raises(ConfigError) as err:
+        compose_run_config(["loss=ppo2"])
+    assert "cispo" in str(err.value) and "gspo" in str(err.value)
