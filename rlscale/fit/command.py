@@ -1,6 +1,105 @@
-"""``rlscale fit`` (to be written)."""
+"""``rlscale fit``: fit Eq. 1 to every run under RESULTS_DIR, rank the variants, analyse LOO sweeps,
+check extrapolation, and write fits.json, fits.csv and comparison.csv (App. A.4-A.7, Section 4).
+
+Exit status: 0 if at least one run fitted (status ok), 1 if none, 2 for usage errors.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import typer
+
+X_UNITS = ("gpu_hours", "flops", "samples", "tokens", "step")
 
 
-def fit_command() -> None:
-    """Fit the ScaleRL sigmoid to every run under RESULTS_DIR."""
-    raise NotImplementedError
+class UsageError(ValueError):
+    """A bad option value; the message names the option."""
+
+
+def fit_command(
+    results_dir: Path = typer.Argument(..., help="Results folder (runs at any depth) or a tidy CSV/parquet file "
+                                                 "with columns run, x, y and optional seed, sweep."),
+    x: str = typer.Option("gpu_hours", "--x", help=f"Compute unit: {', '.join(X_UNITS)}."),
+    y: str = typer.Option("val_reward", "--y", help="Eval metric to fit, e.g. val_reward/math for one task."),
+    min_compute: Optional[str] = typer.Option(None, "--min-compute", help="Cutoff: C (absolute) or P% of each run. "
+                                              "Default: 1.5k GPU-hours for paper-scale runs, else 10% of the run."),
+    fit_until: Optional[str] = typer.Option(None, "--fit-until", help="Fit only x <= C (or P% of each run) and "
+                                            "check the prediction at the last eval beyond it."),
+    predict_at: Optional[List[float]] = typer.Option(None, "--predict-at", help="Predict the reward at C "
+                                                     "(repeatable)."),
+    method: str = typer.Option("fast", "--method", help="fast (continuous search) or paper (App. A.5 grid)."),
+    margin: float = typer.Option(0.02, "--margin", help="Margin on A for ties (paper: 0.02)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: RESULTS_DIR)."),
+    r0: Optional[float] = typer.Option(None, "--r0", help="R0 for every run (default: each run's step-0 eval)."),
+    ci: float = typer.Option(0.95, "--ci", help="Bootstrap interval level."),
+    n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples (0: no intervals)."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    a_grid: str = typer.Option("0.45:0.8:0.005", "--a-grid", help="Paper method's A grid LO:HI:STEP."),
+    c_mid_grid: Optional[str] = typer.Option(None, "--c-mid-grid", help="Absolute C_mid grid LO:HI:N (default: "
+                                             "the paper's 100:40000:100, rescaled to short runs)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Processes fitting runs in parallel (0: one per CPU)."),
+) -> None:
+    """Fit the ScaleRL sigmoid to every run under RESULTS_DIR and compare the variants."""
+    from rich.console import Console
+
+    from rlscale.fit.api import SourceError, fit_results, write_outputs
+    from rlscale.fit.methods import METHODS
+    from rlscale.fit.schema import FitSettings
+    from rlscale.fit.table import render
+
+    err = Console(stderr=True)
+    try:
+        if x not in X_UNITS:
+            raise UsageError(f"--x must be one of {', '.join(X_UNITS)} (got {x!r})")
+        if method not in METHODS:
+            raise UsageError(f"--method must be one of {', '.join(METHODS)} (got {method!r})")
+        if margin < 0 or not 0 < ci < 1 or n_boot < 0 or jobs < 0:
+            raise UsageError("--margin must be >= 0, --ci in (0, 1), --n-boot >= 0, --jobs >= 0")
+        cut_abs, cut_frac = _amount(min_compute, "--min-compute")
+        until_abs, until_frac = _amount(fit_until, "--fit-until")
+        c_grid = list(_grid(c_mid_grid, "--c-mid-grid", integer_last=True)) if c_mid_grid else None
+        settings = FitSettings(x=x, y=y, method=method, margin=margin, fit_until=until_abs, fit_until_frac=until_frac,
+                               predict_at=list(predict_at or []), ci_level=ci, n_boot=n_boot, seed=seed, r0=r0,
+                               min_compute=cut_abs, min_compute_frac=cut_frac, c_mid_grid=c_grid,
+                               a_grid=list(_grid(a_grid, "--a-grid", integer_last=False)))
+        with err.status("fitting...") as status:
+            results = fit_results(results_dir, settings, jobs=jobs or os.cpu_count() or 1,
+                                  progress=lambda done, total: status.update(f"fitting run {done}/{total}"))
+    except (UsageError, SourceError) as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2)
+    if not results.runs:
+        err.print(f"no runs found under {results_dir}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    out_dir = out if out is not None else (results_dir if results_dir.is_dir() else results_dir.parent)
+    paths = write_outputs(results, out_dir)
+    render(results, Console())
+    Console().print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
+    raise typer.Exit(0 if any(r.status == "ok" for r in results.runs) else 1)
+
+
+def _amount(text: Optional[str], option: str) -> Tuple[Optional[float], Optional[float]]:
+    """'C' -> (C, None); 'P%' -> (None, P / 100)."""
+    if text is None:
+        return None, None
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise UsageError(f"{option} takes a compute value or a percentage like 50% (got {text!r})") from None
+    if value < 0 or (text.endswith("%") and value > 100):
+        raise UsageError(f"{option} must be >= 0 (a percentage at most 100%) (got {text!r})")
+    return (None, value / 100) if text.endswith("%") else (value, None)
+
+
+def _grid(text: str, option: str, integer_last: bool) -> Tuple[float, float, float]:
+    """'LO:HI:STEP' (or LO:HI:N) with LO <= HI and a positive last part."""
+    try:
+        lo, hi, last = (float(part) for part in text.split(":"))
+    except ValueError:
+        raise UsageError(f"{option} takes LO:HI:{'N' if integer_last else 'STEP'} (got {text!r})") from None
+    if not (lo <= hi and last > 0 and (not integer_last or (last == int(last) and lo > 0))):
+        raise UsageError(f"{option} needs LO <= HI and a positive {'integer N, LO > 0' if integer_last else 'STEP'} "
+                         f"(got {text!r})")
+    return lo, hi, int(last) if integer_last else last

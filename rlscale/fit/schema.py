@@ -16,7 +16,13 @@ COMPARISON_CSV = "comparison.csv"
 
 @dataclass
 class FitSettings:
-    """How the fits were made (shown in the report's summary)."""
+    """How the fits were made (shown in the report's summary).
+
+    ``r0`` overrides R0 (default: the reward of each run's first eval, step 0). ``min_compute`` /
+    ``min_compute_frac`` override the cutoff (absolute, or a fraction of the run's compute);
+    ``fit_until_frac`` is ``fit_until`` as a fraction of each run's compute. ``a_grid`` = [lo, hi, step] and
+    ``c_mid_grid`` = [lo, hi, n] are App. A.5's grids (``c_mid_grid`` None: the paper's [100, 40000] x 100,
+    rescaled to the run, see rlscale.fit.space); ``a_bounds`` is the fast method's range of A (Eq. 1)."""
 
     x: str = "gpu_hours"
     y: str = "val_reward"
@@ -28,6 +34,14 @@ class FitSettings:
     ci_level: float = 0.95
     n_boot: int = 200
     seed: int = 0
+    source: str = ""
+    r0: Optional[float] = None
+    min_compute: Optional[float] = None
+    min_compute_frac: Optional[float] = None
+    fit_until_frac: Optional[float] = None
+    a_grid: List[float] = field(default_factory=lambda: [0.45, 0.80, 0.005])
+    c_mid_grid: Optional[List[float]] = None
+    a_bounds: List[float] = field(default_factory=lambda: [0.0, 1.0])
 
 
 @dataclass
@@ -96,7 +110,8 @@ class RunFit:
 
     CSV_COLUMNS = ("sweep", "variant", "seed", "x", "n_points", "cutoff", "R0", "A", "B", "C_mid", "A_lo",
                    "A_hi", "B_lo", "B_hi", "C_mid_lo", "C_mid_hi", "sse", "r2", "fit_until",
-                   "extrap_abs_err", "seed_std_A", "seed_std_B", "status", "message", "run_path")
+                   "extrap_abs_err", "seed_std_A", "seed_std_B", "status", "message", "run_path", "cutoff_rule",
+                   "extrap_x", "extrap_observed", "extrap_predicted")
 
 
 @dataclass

@@ -1,0 +1,64 @@
+"""The public API of ``rlscale.fit`` (used by ``rlscale fit`` and by ``rlscale report`` when fits are missing
+or stale): fit every run of a results folder or tidy file, compare the variants, write the files.
+
+Per run: Eq. 1 fitted after the cutoff (App. A.5-A.6), bootstrap intervals, extrapolation check and the
+App. A.4 power law (rlscale.fit.run); then seed spread, ranking and LOO table (rlscale.fit.compare).
+A run that cannot be fitted gets a status and a one-line message; only an unreadable source raises
+(``SourceError``).
+"""
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
+from dataclasses import replace
+from itertools import repeat
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from rlscale.fit.compare import compare
+from rlscale.fit.curves import Curve, SourceError, load_source
+from rlscale.fit.outputs import clean, write_files
+from rlscale.fit.run import fit_curve
+from rlscale.fit.schema import FitResults, FitSettings, RunFit
+from rlscale.fit.window import describe_rule
+
+__all__ = ["fit_results", "write_outputs", "SourceError"]
+
+
+def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
+                jobs: int = 1) -> FitResults:
+    """Fit every run under ``source`` (a results folder, any depth, or a tidy CSV/parquet file), in
+    ``jobs`` processes. ``progress(done, total)`` is called after each run."""
+    settings = replace(settings, source=str(source), cutoff_rule=describe_rule(settings))
+    loaded = load_source(Path(source), settings.x, settings.y)
+    runs = []
+    with ExitStack() as stack:
+        if jobs > 1 and len(loaded.curves) > 1:
+            pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")))
+            fitted = pool.map(_fit_guarded, loaded.curves, repeat(settings),
+                              chunksize=max(1, len(loaded.curves) // (8 * jobs)))
+        else:
+            fitted = map(_fit_guarded, loaded.curves, repeat(settings))
+        for run in fitted:
+            runs.append(run)
+            if progress is not None:
+                progress(len(runs), len(loaded.curves))
+    results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
+    clean(results)
+    return results
+
+
+def write_outputs(results: FitResults, out: Path) -> List[Path]:
+    """Write fits.json, fits.csv and comparison.csv into ``out`` (atomically); returns their paths."""
+    return write_files(results, Path(out))
+
+
+def _fit_guarded(curve: Curve, settings: FitSettings) -> RunFit:
+    """fit_curve, with any unexpected error turned into a ``failed`` run instead of stopping the others."""
+    try:
+        return fit_curve(curve, settings)
+    except Exception as err:  # noqa: BLE001 - one bad run must not stop the command (issue 2, point 9)
+        return RunFit(sweep=curve.sweep, variant=curve.variant, seed=curve.seed, run_path=curve.run_path,
+                      x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist(), status="failed",
+                      message=f"{type(err).__name__}: {err}".splitlines()[0])

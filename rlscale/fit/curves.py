@@ -1,0 +1,183 @@
+"""Reward-vs-compute curves to fit, from a results folder (the results contract in DESIGN.md) or from a
+tidy CSV / parquet file (columns ``run``, ``x``, ``y``; optional ``seed``, ``sweep``) made with any trainer.
+
+Every problem with one run becomes that curve's status and notes, never an exception: a torn last line or
+duplicate steps after a resume are handled by the tolerant reader (noted), non-finite points are dropped
+(noted), no eval points gives ``no_data``, no finite point gives ``invalid``. A missing or unreadable
+config.yaml only costs the seed, which then comes from a ``_s<N>`` (or ``-s<N>``) suffix of the folder name.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from rlscale.results import find_runs, read_metrics, read_status
+from rlscale.results.discover import RunDir, read_sweep_json
+from rlscale.results.metrics import is_finite_number
+
+TIDY_SUFFIXES = (".csv", ".parquet", ".pq")
+TIDY_COLUMNS = ("run", "x", "y")
+_SEED_SUFFIX = re.compile(r"^(?P<variant>.+)[_-]s(?P<seed>\d+)$")
+_NOTED_STATES = ("running", "failed", "diverged", "preempted")
+
+
+class SourceError(ValueError):
+    """The source as a whole cannot be read (a usage error, unlike a bad run)."""
+
+
+@dataclass
+class Curve:
+    """One run's eval points sorted by x. ``status`` is "ok" or the reason no fit is possible
+    (``message``); ``notes`` are one-phrase remarks carried into the run's message."""
+
+    sweep: str
+    variant: str
+    seed: Optional[int]
+    run_path: str
+    x: np.ndarray
+    y: np.ndarray
+    notes: List[str] = field(default_factory=list)
+    status: str = "ok"
+    message: str = ""
+
+
+@dataclass
+class Source:
+    """All curves of a source, and the sweep.json of each sweep folder that has one (by sweep name)."""
+
+    curves: List[Curve]
+    sweeps: Dict[str, dict]
+
+
+def load_source(source: Path, x_key: str, y_key: str) -> Source:
+    """Curves from a results folder (any depth) or a tidy file."""
+    source = Path(source)
+    if source.is_dir():
+        runs = find_runs(source)
+        sweeps = {run.sweep: spec for run in runs if (spec := read_sweep_json(run.path.parent)) is not None}
+        return Source(curves=[_run_curve(run, x_key, y_key, _variant_names(sweeps.get(run.sweep))) for run in runs],
+                      sweeps=sweeps)
+    if source.suffix.lower() in TIDY_SUFFIXES and source.is_file():
+        return Source(curves=_tidy_curves(source), sweeps={})
+    if not source.exists():
+        raise SourceError(f"{source} does not exist")
+    raise SourceError(f"{source} is neither a results folder nor a tidy {'/'.join(TIDY_SUFFIXES)} file")
+
+
+def split_seed(name: str) -> Tuple[str, Optional[int]]:
+    """``loss_dapo_s2`` (or ``loss_dapo-s2``) -> ("loss_dapo", 2); names without the suffix -> (name, None)."""
+    match = _SEED_SUFFIX.match(name)
+    return (match["variant"], int(match["seed"])) if match else (name, None)
+
+
+def _variant_names(spec) -> Dict[str, str]:
+    """Run folder -> variant name, from the ``run`` and ``name`` of sweep.json's variants (if listed)."""
+    entries = spec.get("variants") if isinstance(spec, dict) else None
+    if not isinstance(entries, list):
+        return {}
+    return {v["run"]: v["name"] for v in entries
+            if isinstance(v, dict) and isinstance(v.get("run"), str) and isinstance(v.get("name"), str)}
+
+
+def _run_curve(run: RunDir, x_key: str, y_key: str, names: Dict[str, str]) -> Curve:
+    """The curve of a run folder; its variant is sweep.json's name for the folder, else the folder name
+    without a seed suffix."""
+    variant, seed = split_seed(run.variant)
+    variant = names.get(run.variant, variant)
+    notes: List[str] = []
+    config_seed = _config_seed(run, notes)
+    records, warnings = read_metrics(run.metrics)
+    notes += [w.split(": ", 1)[-1] for w in warnings]
+    state = read_status(run.path).get("state")
+    if state in _NOTED_STATES:
+        notes.append(f"run {state}")
+    evals = [r for r in records if r.get("kind") == "eval"]
+    pairs = [(r.get("step") if x_key == "step" else r.get(x_key), r.get(y_key)) for r in evals]
+    curve = _curve(run.sweep, variant, config_seed if config_seed is not None else seed, str(run.path),
+                   [p for p in pairs if p[0] is not None and p[1] is not None], notes)
+    if not evals:
+        curve.status, curve.message = "no_data", "no eval lines in metrics.jsonl"
+    elif curve.status == "no_data":
+        curve.message = f"no eval line has both {x_key!r} and {y_key!r}"
+    return curve
+
+
+def _config_seed(run: RunDir, notes: List[str]) -> Optional[int]:
+    """The ``seed:`` key of config.yaml; a missing or unreadable file is noted and gives None."""
+    import yaml
+
+    if not run.config.exists():
+        notes.append("no config.yaml")
+        return None
+    try:
+        config = yaml.load(run.config.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        notes.append(f"unreadable config.yaml ({type(err).__name__})")
+        return None
+    if not isinstance(config, dict):
+        notes.append("unreadable config.yaml (not a mapping)")
+        return None
+    seed = config.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def _tidy_curves(path: Path) -> List[Curve]:
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
+    except (OSError, ValueError, ImportError) as err:
+        raise SourceError(f"cannot read {path}: {err}") from err
+    missing = [c for c in TIDY_COLUMNS if c not in frame.columns]
+    if missing:
+        raise SourceError(f"{path.name} lacks column(s) {', '.join(missing)} (needs run, x, y; optional seed, sweep)")
+    frame = frame.assign(sweep=frame["sweep"].astype(str) if "sweep" in frame.columns else path.stem,
+                         run=frame["run"].astype(str))
+    has_seed = "seed" in frame.columns
+    curves = []
+    for (sweep, run), group in frame.groupby(["sweep", "run"], sort=True, dropna=False):
+        variant, suffix_seed = (run, None) if has_seed else split_seed(run)
+        seeds = group["seed"] if has_seed else [suffix_seed] * len(group)
+        by_seed: Dict[Optional[int], list] = {}
+        for seed, x, y in zip(seeds, group["x"], group["y"]):
+            by_seed.setdefault(_as_seed(seed), []).append((_as_number(x), _as_number(y)))
+        for seed, pairs in by_seed.items():
+            curve = _curve(sweep, variant, seed, f"{path}#{run}", pairs, [])
+            if curve.status == "no_data":
+                curve.message = "no rows with numeric x and y"
+            curves.append(curve)
+    return curves
+
+
+def _curve(sweep: str, variant: str, seed: Optional[int], run_path: str, pairs: Iterable[tuple],
+           notes: List[str]) -> Curve:
+    """A curve from raw (x, y) pairs: non-finite ones dropped and noted, the rest sorted by x."""
+    pairs = list(pairs)
+    finite = [(float(x), float(y)) for x, y in pairs if is_finite_number(x) and is_finite_number(y)]
+    dropped = len(pairs) - len(finite)
+    finite.sort(key=lambda p: p[0])
+    x, y = (np.array(v, dtype=float) for v in zip(*finite)) if finite else (np.empty(0), np.empty(0))
+    curve = Curve(sweep=sweep, variant=variant, seed=seed, run_path=run_path, x=x, y=y, notes=notes)
+    if not pairs:
+        curve.status = "no_data"
+    elif not finite:
+        curve.status, curve.message = "invalid", f"all {len(pairs)} eval points have non-finite x or y"
+    elif dropped:
+        notes.append(f"{dropped} non-finite point(s) dropped")
+    return curve
+
+
+def _as_number(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _as_seed(value) -> Optional[int]:
+    number = _as_number(value)
+    return int(number) if number is not None and np.isfinite(number) else None

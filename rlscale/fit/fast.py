@@ -1,0 +1,177 @@
+"""The fast fit of Eq. 1: a continuous search of the same box as App. A.5, vectorized over many curves.
+
+For fixed (C_mid, B) Eq. 1 is linear in A: R - R0 = (A - R0) s(C), s = expit(B (log C - log C_mid)), so
+A is profiled out in closed form (least squares, clipped to its bounds; the SSE is a parabola in A, so
+clipping gives the constrained optimum). What remains is a 2-D problem in (u, v) = (log C_mid, log B):
+
+1. a coarse grid (32 C_mid x 16 B, log-spaced) is scored for every curve with two matrix products;
+2. Levenberg-Marquardt (variable projection: the exact Jacobian of the profiled residual) runs from the
+   best few local minima of the grid, with bounds by projection, accepting only steps that lower the SSE.
+
+Curves that share x (bootstrap resamples as multinomial weights on the same points) share the grid's
+basis, so a whole bootstrap is one call. The result is never worse than the best grid cell; since the box
+contains the paper's grid and the starts cover every basin the grid sees, it is at least as good as App. A.5
+on the same points (checked in tests and bench/fit_bench.py). All x must be > 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+from scipy.special import expit
+
+from rlscale.fit.forms import SigmoidParams
+from rlscale.fit.space import SearchSpace
+
+GRID_C_MID = 32
+GRID_B = 16
+N_STARTS = 3
+MAX_ITER = 100
+MAX_STEP = 1.0
+
+
+@dataclass
+class BatchFit:
+    """Per-curve results of :func:`fit_batch` (arrays of length m)."""
+
+    A: np.ndarray
+    B: np.ndarray
+    C_mid: np.ndarray
+    sse: np.ndarray
+
+
+def fit_fast(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace,
+             start: Optional[Tuple[float, float]] = None) -> SigmoidParams:
+    """The min-SSE Eq. 1 curve in ``space`` for one run's points (``start``: see :func:`fit_batch`)."""
+    fit = fit_batch(x, y, r0, space, np.ones((1, x.size)), start)
+    return SigmoidParams(A=float(fit.A[0]), B=float(fit.B[0]), C_mid=float(fit.C_mid[0]), sse=float(fit.sse[0]))
+
+
+def fit_batch(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, weights: np.ndarray,
+              start: Optional[Tuple[float, float]] = None) -> BatchFit:
+    """Fit m weighted versions of one curve: ``weights`` (m, n) multiplies each point's squared residual.
+    Levenberg-Marquardt starts from the grid's best local minima, or only from ``start`` = (C_mid, B)
+    when given (a bootstrap or a fixed-A refit warm-started at the full-data optimum)."""
+    scale = float(np.max(x))
+    lx = np.log(x / scale)
+    d = y - r0
+    bounds = _Bounds(u_lo=np.log(space.c_lo / scale), u_hi=np.log(space.c_hi / scale), v_lo=np.log(space.b_lo),
+                     v_hi=np.log(space.b_hi), g_lo=space.a_lo - r0, g_hi=space.a_hi - r0)
+    m = weights.shape[0]
+    if start is None:
+        u0, v0 = _grid_starts(lx, d, weights, bounds)
+    else:
+        u0 = np.full(m, np.clip(np.log(start[0] / scale), bounds.u_lo, bounds.u_hi))
+        v0 = np.full(m, np.clip(np.log(start[1]), bounds.v_lo, bounds.v_hi))
+    rows = np.tile(np.arange(m), u0.size // m)
+    u, v, g, sse = _levenberg_marquardt(lx, d, weights[rows], u0, v0, bounds)
+    pick = np.argmin(sse.reshape(-1, m), axis=0) * m + np.arange(m)  # best start of each curve
+    return BatchFit(A=r0 + g[pick], B=np.exp(v[pick]), C_mid=scale * np.exp(u[pick]), sse=sse[pick])
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    u_lo: float
+    u_hi: float
+    v_lo: float
+    v_hi: float
+    g_lo: float
+    g_hi: float
+
+
+def _profile(s: np.ndarray, d: np.ndarray, w: np.ndarray, bounds: _Bounds):
+    """Closed-form A - R0 for each row of basis ``s``; returns (g, residuals, sse, g_is_interior)."""
+    sw = w * s
+    den = _rowdot(sw, s)
+    raw = (sw @ d) / np.where(den > 0, den, np.inf)
+    g = np.minimum(np.maximum(raw, bounds.g_lo), bounds.g_hi)
+    r = d - g[:, None] * s
+    return g, r, _rowdot(w * r, r), (raw > bounds.g_lo) & (raw < bounds.g_hi)
+
+
+def _grid_starts(lx: np.ndarray, d: np.ndarray, w: np.ndarray, bounds: _Bounds) -> Tuple[np.ndarray, np.ndarray]:
+    """The N_STARTS lowest local minima of the profiled SSE on the coarse grid, per curve, as (u, v)
+    arrays of length N_STARTS * m (start-major)."""
+    us = np.linspace(bounds.u_lo, bounds.u_hi, GRID_C_MID)
+    vs = np.linspace(bounds.v_lo, bounds.v_hi, GRID_B)
+    uu, vv = (a.ravel() for a in np.meshgrid(us, vs, indexing="ij"))
+    s = expit(np.exp(vv)[:, None] * (lx[None, :] - uu[:, None]))
+    num = (w * d) @ s.T
+    den = w @ (s * s).T
+    g = np.minimum(np.maximum(num / np.where(den > 0, den, np.inf), bounds.g_lo), bounds.g_hi)
+    sse = (w @ (d * d))[:, None] - 2 * g * num + g * g * den
+    grid = sse.reshape(-1, GRID_C_MID, GRID_B)
+    padded = np.pad(grid, ((0, 0), (1, 1), (1, 1)), constant_values=np.inf)
+    is_min = np.ones_like(grid, dtype=bool)
+    for du in (-1, 0, 1):
+        for dv in (-1, 0, 1):
+            if du or dv:
+                is_min &= grid <= padded[:, 1 + du:1 + du + GRID_C_MID, 1 + dv:1 + dv + GRID_B]
+    ranked = np.where(is_min, grid, np.inf).reshape(grid.shape[0], -1)
+    best = np.argsort(ranked, axis=1, kind="stable")[:, :N_STARTS]
+    # rows with fewer local minima than N_STARTS repeat their best one
+    found = np.isfinite(np.take_along_axis(ranked, best, axis=1))
+    best = np.where(found, best, best[:, :1])
+    cells = best.T.ravel()
+    return uu[cells], vv[cells]
+
+
+def _levenberg_marquardt(lx, d, w, u, v, bounds: _Bounds):
+    """Projected Levenberg-Marquardt on the profiled SSE, one independent problem per row."""
+    u, v = u.copy(), v.copy()
+    lam = np.full(u.size, 1e-3)
+    s, z, g, r, sse, free = _evaluate(lx, d, w, u, v, bounds)
+    active = np.arange(u.size)
+    for _ in range(MAX_ITER):
+        if active.size == 0:
+            break
+        a = slice(None) if active.size == u.size else active
+        wa, ua, va, sse_a = w[a], u[a], v[a], sse[a]
+        du, dv = _step(s[a], z[a], g[a], r[a], free[a], wa, lam[a], ua, va, bounds)
+        nu = np.minimum(np.maximum(ua + du, bounds.u_lo), bounds.u_hi)
+        nv = np.minimum(np.maximum(va + dv, bounds.v_lo), bounds.v_hi)
+        ns, nz, ng, nr, nsse, nfree = _evaluate(lx, d, wa, nu, nv, bounds)
+        ok = nsse < sse_a
+        lam[a] = np.where(ok, np.maximum(lam[a] / 3, 1e-12), lam[a] * 4)
+        done = (lam[a] > 1e10) | (np.abs(nu - ua) + np.abs(nv - va) < 1e-9) | (ok & (sse_a - nsse <= 1e-12 * nsse))
+        acc = active[ok]  # after the tests above: with a = slice(None), ua and sse_a are views
+        u[acc], v[acc], s[acc], z[acc], g[acc], r[acc], sse[acc], free[acc] = (
+            nu[ok], nv[ok], ns[ok], nz[ok], ng[ok], nr[ok], nsse[ok], nfree[ok])
+        active = active[~done]
+    return u, v, g, sse
+
+
+def _evaluate(lx, d, w, u, v, bounds: _Bounds):
+    z = np.exp(v)[:, None] * (lx[None, :] - u[:, None])
+    s = expit(z)
+    g, r, sse, free = _profile(s, d, w, bounds)
+    return s, z, g, r, sse, free
+
+
+def _step(s, z, g, r, free, w, lam, u, v, bounds: _Bounds):
+    """The damped Gauss-Newton step in (u, v). Jacobian of the profiled residual r = d - g(theta) s(theta):
+    dr = -g ds - s dg with dg = (<ds, r> - g <s, ds>) / <s, s> where A is interior, dg = 0 where clipped;
+    ds/du = -B s (1 - s), ds/dv = z s (1 - s). A coordinate at its bound whose step points outward is frozen."""
+    q = s * (1 - s)
+    ws, wr = w * s, w * r
+    ss = _rowdot(ws, s)
+    ss = np.where(ss > 0, ss, 1.0)
+    ju, jv = (-(g[:, None] * ds + (free * (_rowdot(ds, wr) - g * _rowdot(ws, ds)) / ss)[:, None] * s)
+              for ds in (-np.exp(v)[:, None] * q, z * q))
+    wu, wv = w * ju, w * jv
+    h11, h12, h22, g1, g2 = _rowdot(wu, ju), _rowdot(wu, jv), _rowdot(wv, jv), _rowdot(wu, r), _rowdot(wv, r)
+    a11, a22 = h11 * (1 + lam) + 1e-300, h22 * (1 + lam) + 1e-300
+    det = a11 * a22 - h12 * h12
+    det = np.where(det > 0, det, np.inf)
+    du, dv = -(a22 * g1 - h12 * g2) / det, -(a11 * g2 - h12 * g1) / det
+    fu = ((u <= bounds.u_lo) & (du < 0)) | ((u >= bounds.u_hi) & (du > 0))
+    fv = ((v <= bounds.v_lo) & (dv < 0)) | ((v >= bounds.v_hi) & (dv > 0))
+    du, dv = (np.where(fu, 0.0, np.where(fv, -g1 / a11, du)), np.where(fv, 0.0, np.where(fu, -g2 / a22, dv)))
+    norm = np.maximum(np.hypot(du, dv) / MAX_STEP, 1.0)
+    return du / norm, dv / norm
+
+
+def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of two (m, n) arrays."""
+    return np.vecdot(a, b) if hasattr(np, "vecdot") else np.einsum("ij,ij->i", a, b)

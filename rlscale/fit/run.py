@@ -1,0 +1,145 @@
+"""Fit one run: Eq. 1 on its window, bootstrap intervals, extrapolation, predictions and the App. A.4 power
+law side by side; then classify the result.
+
+Status (RunFit.status) for a curve that loaded:
+- ``too_few_points``: fewer than 3 points (A, B, C_mid) in [cutoff, fit_until];
+- ``flat``: constant reward, or a fitted rise |A - R0| within 2 residual standard deviations (no
+  measurable improvement: A, B and C_mid mean nothing);
+- ``diverging``: the reward falls with compute (A below R0 by more than that);
+- ``ok`` otherwise, with notes (A or C_mid at the edge of the box, no point beyond ``fit_until``, ...).
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from rlscale.fit.bootstrap import bootstrap_ci
+from rlscale.fit.curves import Curve
+from rlscale.fit.fast import fit_fast
+from rlscale.fit.forms import SigmoidParams, power_law, sigmoid
+from rlscale.fit.methods import FITTERS
+from rlscale.fit.paper import fit_paper
+from rlscale.fit.powerlaw import fit_power_law
+from rlscale.fit.schema import FitSettings, PowerLawFit, Prediction, RunFit
+from rlscale.fit.space import SearchSpace, search_space
+from rlscale.fit.window import Window, fit_window
+
+N_PARAMS = 3
+FLAT_SIGMAS = 2.0
+
+
+def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
+    """The RunFit of one curve; every outcome is a status, nothing raises for bad data."""
+    run = RunFit(sweep=curve.sweep, variant=curve.variant, seed=curve.seed, run_path=curve.run_path,
+                 x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist())
+    notes = list(curve.notes)
+    if curve.status != "ok":
+        return _finish(run, curve.status, [curve.message] + notes)
+    run.R0 = float(curve.y[0]) if settings.r0 is None else settings.r0
+    if settings.r0 is None and curve.x[0] > 0:
+        notes.append(f"no eval at x=0: R0 from the first eval (x={curve.x[0]:.4g})")
+    x, y, window = window_points(run, settings)
+    run.cutoff, run.cutoff_rule, run.fit_until, run.n_points = window.cutoff, window.rule, window.fit_until, x.size
+    if x.size < N_PARAMS:
+        return _finish(run, "too_few_points", [f"{x.size} point(s) in the fit window, need >= {N_PARAMS}"] + notes)
+    if np.ptp(np.append(y, run.R0)) == 0:
+        return _finish(run, "flat", [f"constant reward {run.R0:.4g}"] + notes)
+    space = search_space(settings, window)
+    params = FITTERS[settings.method](x, y, run.R0, space)
+    run.A, run.B, run.C_mid, run.sse = params.A, params.B, params.C_mid, params.sse
+    sst = float(np.sum((y - y.mean()) ** 2))
+    run.r2 = 1 - params.sse / sst if sst > 0 else None
+    status, verdict = _classify(params, run.R0, x.size)
+    if status != "ok":
+        return _finish(run, status, [verdict] + notes)
+    notes += _edge_notes(params, space)
+    _add_uncertainty(run, x, y, space, params, settings)
+    _add_extrapolation(run, curve, notes)
+    run.power_law = _power_law(x, y, run, settings)
+    return _finish(run, "ok", notes)
+
+
+def window_points(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray, np.ndarray, Window]:
+    """The points of ``run`` that are fitted, and its window."""
+    x, y = np.asarray(run.points_x, dtype=float), np.asarray(run.points_y, dtype=float)
+    window = fit_window(x, settings)
+    mask = window.mask(x)
+    return x[mask], y[mask], window
+
+
+def refit_with_a(run: RunFit, a: float, settings: FitSettings) -> SigmoidParams:
+    """Refit an ok run's B and C_mid with A held at ``a`` (Section 4's fixed-A comparison): the paper's
+    grid over C_mid with ``--method paper``, else the fast method warm-started at the run's free fit."""
+    x, y, window = window_points(run, settings)
+    space = search_space(settings, window).with_fixed_a(a)
+    if settings.method == "paper":
+        return fit_paper(x, y, run.R0, space)
+    return fit_fast(x, y, run.R0, space, start=(run.C_mid, run.B))
+
+
+def _classify(params: SigmoidParams, r0: float, n: int) -> Tuple[str, str]:
+    sigma = math.sqrt(params.sse / max(n - N_PARAMS, 1))
+    gain = params.A - r0
+    if gain < -FLAT_SIGMAS * sigma:
+        return "diverging", f"reward falls with compute: A {params.A:.3f} < R0 {r0:.3f}"
+    if abs(gain) <= FLAT_SIGMAS * sigma:
+        return "flat", f"no rise: |A - R0| = {abs(gain):.3g} <= {FLAT_SIGMAS:g} x residual std {sigma:.3g}"
+    return "ok", ""
+
+
+def _edge_notes(params: SigmoidParams, space: SearchSpace) -> List[str]:
+    notes = []
+    if np.isclose(params.A, space.a_lo) or np.isclose(params.A, space.a_hi):
+        notes.append(f"A at the edge of its range [{space.a_lo:g}, {space.a_hi:g}]")
+    if np.isclose(params.C_mid, space.c_hi, rtol=1e-6):
+        notes.append("C_mid at the top of its range: the curve has not bent yet, A is an extrapolation")
+    elif np.isclose(params.C_mid, space.c_lo, rtol=1e-6):
+        notes.append("C_mid at the bottom of its range: the rise ends before the cutoff")
+    return notes
+
+
+def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpace, params: SigmoidParams,
+                     settings: FitSettings) -> None:
+    """Bootstrap intervals (seeded per run) and the predictions at ``settings.predict_at``."""
+    intervals: List[Tuple[Optional[float], Optional[float]]] = [(None, None)] * len(settings.predict_at)
+    if settings.n_boot > 0:
+        key = zlib.crc32(f"{run.sweep}/{run.variant}/{run.seed}".encode())
+        ci = bootstrap_ci(x, y, run.R0, space, params, settings.predict_at, settings.n_boot, settings.ci_level,
+                          np.random.default_rng([settings.seed, key]))
+        (run.A_lo, run.A_hi), (run.B_lo, run.B_hi), (run.C_mid_lo, run.C_mid_hi) = ci.A, ci.B, ci.C_mid
+        intervals = ci.predictions
+    xs = np.asarray(run.points_x)
+    for c, (lo, hi) in zip(settings.predict_at, intervals):
+        observed = float(np.interp(c, xs, run.points_y)) if xs[0] <= c <= xs[-1] else None
+        run.predictions.append(Prediction(x=c, y=float(sigmoid(c, run.R0, run.A, run.B, run.C_mid)), lo=lo, hi=hi,
+                                          observed=observed))
+
+
+def _add_extrapolation(run: RunFit, curve: Curve, notes: List[str]) -> None:
+    """Predicted vs observed reward at the last eval beyond ``fit_until``."""
+    if run.fit_until is None:
+        return
+    if not (curve.x > run.fit_until).any():
+        notes.append("no eval beyond fit_until to check the extrapolation")
+        return
+    run.extrap_x, run.extrap_observed = float(curve.x[-1]), float(curve.y[-1])
+    run.extrap_predicted = float(sigmoid(run.extrap_x, run.R0, run.A, run.B, run.C_mid))
+    run.extrap_abs_err = abs(run.extrap_predicted - run.extrap_observed)
+
+
+def _power_law(x: np.ndarray, y: np.ndarray, run: RunFit, settings: FitSettings) -> PowerLawFit:
+    fit = fit_power_law(x, y, settings.a_bounds)
+    if run.extrap_x is not None:
+        fit.extrap_abs_err = abs(float(power_law(run.extrap_x, fit.A, fit.D, fit.B)) - run.extrap_observed)
+    if np.isclose(fit.A, settings.a_bounds[1]):
+        fit.message = f"A at the top of its range ({settings.a_bounds[1]:g})"
+    return fit
+
+
+def _finish(run: RunFit, status: str, parts: List[str]) -> RunFit:
+    run.status = status
+    run.message = "; ".join(p for p in parts if p)
+    return run

@@ -1,0 +1,64 @@
+"""Synthetic reward curves with known parameters, from the paper's Table 1 (C_mid, B, A), for tests and
+benchmarks: Eq. 1 plus Gaussian noise on every eval, and a writer of the results contract (metrics.jsonl
+and config.yaml) so the whole ``rlscale fit`` path can be exercised on them.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional
+
+import numpy as np
+
+from rlscale.fit.forms import sigmoid
+
+
+@dataclass(frozen=True)
+class CurveSpec:
+    """A Table 1 row: the true C_mid (GPU-hours), B and A."""
+
+    C_mid: float
+    B: float
+    A: float
+
+
+TABLE1: Dict[str, CurveSpec] = {
+    "scalerl": CurveSpec(2542, 1.92, 0.610),
+    "gen_32k": CurveSpec(11272, 1.89, 0.645),
+    "gens_8": CurveSpec(2542, 2.44, 0.585),
+    "gens_24": CurveSpec(3054, 2.22, 0.590),
+    "gens_32": CurveSpec(2936, 2.07, 0.595),
+    "scout_moe": CurveSpec(4242, 1.65, 0.710),
+    "batch_512": CurveSpec(2818, 1.77, 0.605),
+    "batch_2048": CurveSpec(10909, 1.70, 0.645),
+    "math": CurveSpec(2896, 2.05, 0.595),
+    "code": CurveSpec(1675, 1.09, 0.615),
+}
+R0 = 0.30
+
+
+def synthetic_curve(spec: CurveSpec, n_points: int, noise: float, rng: np.random.Generator,
+                    x_max: Optional[float] = None, r0: float = R0):
+    """Evals at x = 0 (R0) and n_points evenly spaced up to ``x_max``, each with N(0, noise) added (the
+    step-0 eval too). Default ``x_max``: where the curve has made 95% of its rise, (C_mid/x)^B = 1/19, and
+    at least 16k GPU-hours (the paper's LOO runs). Returns (x, y)."""
+    x_max = x_max if x_max is not None else max(16000.0, spec.C_mid * 19 ** (1 / spec.B))
+    x = np.linspace(0.0, x_max, n_points + 1)
+    return x, sigmoid(x, r0, spec.A, spec.B, spec.C_mid) + rng.normal(0.0, noise, x.size)
+
+
+def write_run(run_dir: Path, x: np.ndarray, y: np.ndarray, seed: Optional[int] = 0) -> None:
+    """A results-contract run: eval lines (compute in every unit, derived from x as GPU-hours) interleaved
+    with train lines, and a config.yaml with the seed."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if seed is not None:
+        (run_dir / "config.yaml").write_text(f"seed: {seed}\n")
+    with open(run_dir / "metrics.jsonl", "w") as fh:
+        for step, (gpu_hours, reward) in enumerate(zip(x, y)):
+            compute = {"gpu_hours": float(gpu_hours), "flops": float(gpu_hours) * 3.6e18, "samples": step * 768,
+                       "tokens": step * 768 * 4000}
+            fh.write(json.dumps({"step": step, "kind": "train", "reward": float(reward), **compute}) + "\n")
+            fh.write(json.dumps({"step": step, "kind": "eval", "val_reward": float(reward), "val_samples": 16000,
+                                 **compute}) + "\n")

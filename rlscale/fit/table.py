@@ -1,0 +1,105 @@
+"""The terminal view of a FitResults: one table of runs (messages listed under it), then per sweep the
+ranking and the LOO table.
+
+A is shown with its bootstrap interval and the paper's +-margin next to it (App. A.7), so a reader can
+see whether the data's own uncertainty is wider or narrower than the paper's rule of thumb.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from rich.console import Console
+from rich.table import Table
+
+from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
+
+_STATUS_STYLE = {"ok": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
+
+
+def render(results: FitResults, console: Console) -> None:
+    s = results.settings
+    console.print(_runs_table(results))
+    for r in results.runs:
+        if r.message:
+            console.print(f"  {_name(r, results)}: {r.message}", markup=False, highlight=False)
+    for sweep in sorted({c.sweep for c in results.comparison}):
+        rows = [c for c in results.comparison if c.sweep == sweep]
+        console.print(_ranking_table(sweep, [c for c in rows if c.kind == "rank"], results))
+        loo = [c for c in rows if c.kind == "loo"]
+        if loo:
+            console.print(_loo_table(sweep, loo))
+    console.print(f"method {s.method}; x = {s.x}, y = {s.y}; cutoff: {s.cutoff_rule}; "
+                  f"{s.ci_level:.0%} percentile bootstrap, {s.n_boot} resamples, seed {s.seed}; "
+                  f"+-{s.margin:g}: the paper's margin on A", markup=False, highlight=False)
+
+
+def _runs_table(results: FitResults) -> Table:
+    s = results.settings
+    extrap = s.fit_until is not None or s.fit_until_frac is not None
+    ok = sum(r.status == "ok" for r in results.runs)
+    table = Table(title=f"Eq. 1 fits: {ok} of {len(results.runs)} runs ok")
+    columns: List[str] = ["run", "n", "cutoff", "R0", f"A [{s.ci_level:.0%} CI] +-{s.margin:g}", "B [CI]", "C_mid",
+                          "R2"]
+    columns += ["|err| sigmoid/power"] if extrap else []
+    columns += [f"R@{c:g} [CI] obs" for c in s.predict_at] + ["status"]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("run", "status") else "right")
+    for r in results.runs:
+        row = [_name(r, results), str(r.n_points), _f(r.cutoff, ".4g"), _f(r.R0, ".3f"),
+               _ci(r.A, r.A_lo, r.A_hi, ".3f"),
+               _ci(r.B, r.B_lo, r.B_hi, ".2f"), _f(r.C_mid, ".4g"), _f(r.r2, ".3f")]
+        if extrap:
+            law = r.power_law.extrap_abs_err if r.power_law else None
+            row.append(f"{_f(r.extrap_abs_err, '.3f')}/{_f(law, '.3f')}")
+        predictions = {p.x: p for p in r.predictions}
+        row += [_prediction(predictions.get(c)) for c in s.predict_at]
+        style = _STATUS_STYLE.get(r.status, "red")
+        row.append(f"[{style}]{r.status}[/{style}]")
+        table.add_row(*row)
+    return table
+
+
+def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -> Table:
+    s: FitSettings = results.settings
+    table = Table(title=f"{sweep or 'runs'}: ranked by A; within +-{s.margin:g}, by B refit at the pair's mean A")
+    for col in ("#", "variant", "A (seed sd)", "B (seed sd)", "C_mid", "note"):
+        table.add_column(col, justify="left" if col in ("variant", "note") else "right")
+    spread = {(r.sweep, r.variant): r for r in results.runs if r.seed_std_A is not None}
+    for c in rows:
+        seeds = spread.get((c.sweep, c.variant))
+        table.add_row(_f(c.rank, "d"), c.variant, _f(c.A, ".3f") + (f" ({seeds.seed_std_A:.3f})" if seeds else ""),
+                      _f(c.B, ".2f") + (f" ({seeds.seed_std_B:.2f})" if seeds else ""), _f(c.C_mid, ".4g"), c.note)
+    return table
+
+
+def _loo_table(sweep: str, rows: List[ComparisonRow]) -> Table:
+    a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
+    table = Table(title=f"{sweep}: leave-one-out, B refit with A fixed at the sweep mean {_f(a_fixed, '.3f')}")
+    for col in ("variant", "axis", "A", "dA", "B@A", "dB", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "dA", "B@A", "dB") else "left")
+    for c in rows:
+        table.add_row(c.variant, c.axis or "-", _f(c.A, ".3f"), _f(c.dA, "+.3f"), _f(c.B_fixed, ".2f"),
+                      _f(c.dB, "+.2f"), c.verdict or c.note)
+    return table
+
+
+def _name(r: RunFit, results: FitResults) -> str:
+    several_sweeps = len({run.sweep for run in results.runs}) > 1
+    name = f"{r.sweep}/{r.variant}" if several_sweeps and r.sweep else r.variant
+    return name if r.seed is None else f"{name} s{r.seed}"
+
+
+def _prediction(p) -> str:
+    if p is None:
+        return "-"
+    return _ci(p.y, p.lo, p.hi, ".3f") + (f" {p.observed:.3f}" if p.observed is not None else "")
+
+
+def _ci(value: Optional[float], lo: Optional[float], hi: Optional[float], spec: str) -> str:
+    if value is None:
+        return "-"
+    return _f(value, spec) + (f" [{lo:{spec}},{hi:{spec}}]" if lo is not None and hi is not None else "")
+
+
+def _f(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
