@@ -1,6 +1,51 @@
-"""``rlscale report`` (to be written)."""
+"""``rlscale report``: the terminal summary, the self-contained HTML page (--html) and figure files for
+papers (--figures), from the outputs of ``rlscale fit`` (refitted first when missing or stale)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
 
 
-def report_command() -> None:
-    """Write the HTML report."""
-    raise NotImplementedError
+def report_command(
+    results_dir: Path = typer.Argument(Path("results"), help="Results folder (runs and fits.json)."),
+    html: bool = typer.Option(False, "--html", help="Write one self-contained HTML file instead of the "
+                                                    "terminal summary."),
+    out: Optional[Path] = typer.Option(None, "--out", help="The HTML file (implies --html; default "
+                                                           "RESULTS_DIR/report.html)."),
+    figures: Optional[Path] = typer.Option(None, "--figures", help="Also write each figure as a file "
+                                                                   "into this folder."),
+    format: str = typer.Option("png", "--format", help="Format of the --figures files: png, pdf or svg."),
+    logx: bool = typer.Option(False, "--logx", help="Logarithmic compute axes."),
+) -> None:
+    """Report the fits of RESULTS_DIR: summary, curves, ranking, LOO, extrapolation, diagnostics."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from rlscale.report.build import write_report
+    from rlscale.report.inputs import load_fits
+    from rlscale.report.model import load_report
+    from rlscale.report.plotting import FORMATS
+    from rlscale.report.pool import workers
+    from rlscale.report.terminal import print_summary
+
+    if format not in FORMATS:
+        raise typer.BadParameter(f"{format!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
+    err = Console(stderr=True)
+    if not results_dir.is_dir():
+        err.print(Text(f"no results folder {results_dir}", style="red"))
+        raise typer.Exit(2)
+    html = html or out is not None
+    n_workers = workers()
+    report = load_report(results_dir, load_fits(results_dir, log=lambda line: err.print(Text(line))), n_workers)
+    if not report.runs:
+        err.print(Text(f"no runs under {results_dir} (folders holding metrics.jsonl)", style="yellow"))
+    written = write_report(report, html=(out or results_dir / "report.html") if html else None,
+                           figures=figures, fmt=format, logx=logx, n_workers=n_workers)
+    if not html:
+        print_summary(report, Console())
+    if written.html is not None:
+        err.print(Text(f"wrote {written.html} ({len(report.sweeps)} sweeps, {len(report.runs)} runs)"))
+    if written.figures:
+        err.print(Text(f"wrote {len(written.figures)} figures to {figures}"))

@@ -1,0 +1,43 @@
+"""The report's input: fits.json of RESULTS_DIR, refitted first (as ``rlscale fit`` would) when it is
+missing, unreadable or older than any run's metrics.jsonl, so the page never shows stale fits."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+from rlscale.fit.schema import FITS_JSON, FitResults, FitSettings
+from rlscale.results import find_runs
+
+
+def stale_reason(results_dir: Path) -> Optional[str]:
+    """Why fits.json must be (re)made, or None when it is newer than every metrics.jsonl."""
+    fits = Path(results_dir) / FITS_JSON
+    if not fits.exists():
+        return f"{FITS_JSON} is missing"
+    made = fits.stat().st_mtime
+    newer = [run.metrics for run in find_runs(results_dir) if run.metrics.stat().st_mtime > made]
+    if newer:
+        return f"{FITS_JSON} is older than {len(newer)} metrics file(s), e.g. {newer[0]}"
+    return None
+
+
+def load_fits(results_dir: Path, log: Callable[[str], None]) -> FitResults:
+    """fits.json, after running the fitter with the previous settings (or the defaults) when stale."""
+    results_dir = Path(results_dir)
+    reason = stale_reason(results_dir)
+    previous = _try_load(results_dir / FITS_JSON)
+    if reason is None and previous is not None:
+        return previous
+    from rlscale.fit.api import fit_results, write_outputs
+
+    log(f"{reason or f'{FITS_JSON} is unreadable'}: running rlscale fit on {results_dir}")
+    results = fit_results(results_dir, previous.settings if previous is not None else FitSettings())
+    write_outputs(results, results_dir)
+    return results
+
+
+def _try_load(path: Path) -> Optional[FitResults]:
+    try:
+        return FitResults.load(path)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

@@ -1,0 +1,230 @@
+"""What the report shows, gathered from fits.json and the run folders (the results contract of DESIGN.md).
+
+Every run appears once: those that ``rlscale fit`` saw (joined to their folder by ``run_path``, else by
+sweep and folder or variant name) and those it did not (a folder under RESULTS_DIR with metrics.jsonl but
+no fit), so failed, diverged and unfittable runs stay on the page with their reason. Runs are read in
+worker processes when asked (200 runs of 1,000 metrics lines are ~200k JSON lines).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
+from rlscale.report.pool import parallel_map
+from rlscale.results import RunDir, find_runs, read_metrics, read_status
+from rlscale.results.discover import read_sweep_json
+from rlscale.results.metrics import is_finite_number
+
+# Train-line diagnostics plotted over compute (DESIGN.md; names fixed by the trainer).
+DIAGNOSTICS = ("truncation_rate", "entropy", "kept_prompt_fraction", "lag_mean", "lag_max",
+               "samples_per_s", "tokens_per_s")
+# Section 2 of the paper: a truncation rate of 10-15 % destabilizes training (ScaleRL keeps it < 5 %).
+TRUNCATION_FLAG = 0.10
+UNFINISHED_STATES = ("failed", "diverged", "preempted", "unknown")
+
+
+@dataclass
+class Series:
+    """One metric of one run over compute (the fit's x unit): finite values only, in step order."""
+
+    x: np.ndarray = field(default_factory=lambda: np.empty(0))
+    y: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    @classmethod
+    def of(cls, pairs: List[tuple]) -> "Series":
+        """From (x, y) pairs as read from JSON; pairs that are not two finite numbers are dropped."""
+        try:
+            xy = np.array(pairs, dtype=float).reshape(-1, 2)
+        except (TypeError, ValueError):
+            xy = np.array([p for p in pairs if all(map(is_finite_number, p))], dtype=float).reshape(-1, 2)
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        return cls(xy[:, 0], xy[:, 1])
+
+
+@dataclass
+class RunView:
+    """One run as the report shows it. ``variant`` is its variant (shared by its seeds), ``name`` the
+    variant with the seed when there is one; ``anchor`` is a page-safe id (names may hold any character)."""
+
+    anchor: str
+    sweep: str
+    variant: str
+    name: str
+    path: Optional[Path]
+    fit: Optional[RunFit]
+    state: str
+    reason: str
+    config_text: str
+    eval: Series
+    train: Dict[str, Series]
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def fit_ok(self) -> bool:
+        f = self.fit
+        return (f is not None and f.status == "ok" and None not in (f.A, f.B, f.C_mid)
+                and f.R0 is not None)
+
+    @property
+    def fit_message(self) -> str:
+        if self.fit is None:
+            return "not fitted"
+        if self.fit.status == "ok" and not self.fit_ok:
+            return "fit has no parameters"
+        return self.fit.message if self.fit.status == "ok" else f"{self.fit.status}: {self.fit.message}"
+
+    def last(self, metric: str) -> Optional[float]:
+        ys = self.train.get(metric, Series()).y
+        return float(ys[-1]) if len(ys) else None
+
+    def mean(self, metric: str) -> Optional[float]:
+        ys = self.train.get(metric, Series()).y
+        return float(ys.mean()) if len(ys) else None
+
+    def peak(self, metric: str) -> Optional[float]:
+        ys = self.train.get(metric, Series()).y
+        return float(ys.max()) if len(ys) else None
+
+    @property
+    def truncation_flagged(self) -> bool:
+        worst = self.peak("truncation_rate")
+        return worst is not None and worst > TRUNCATION_FLAG
+
+
+@dataclass
+class SweepView:
+    """One sweep: its runs in ranking order, the fitter's rank and LOO rows, and sweep.json's plan."""
+
+    name: str
+    runs: List[RunView]
+    ranking: List[ComparisonRow]
+    loo: List[ComparisonRow]
+    planned: Optional[int] = None
+
+    def rank_of(self, run: RunView) -> Optional[ComparisonRow]:
+        return next((row for row in self.ranking if row.variant == run.variant), None)
+
+
+@dataclass
+class ReportData:
+    """Everything the page, the figures and the terminal summary read."""
+
+    results_dir: Path
+    settings: FitSettings
+    sweeps: List[SweepView]
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def runs(self) -> List[RunView]:
+        return [run for sweep in self.sweeps for run in sweep.runs]
+
+
+def load_report(results_dir: Path, fits: FitResults, n_workers: int = 1) -> ReportData:
+    """Join ``fits`` with the run folders under ``results_dir`` and read each run's metrics and files
+    (in ``n_workers`` processes)."""
+    results_dir = Path(results_dir)
+    dirs = find_runs(results_dir)
+    by_path = {d.path.resolve(): d for d in dirs}
+    by_name = {(d.sweep, d.variant): d for d in dirs}
+    pairs: List[Tuple[Optional[RunFit], Optional[RunDir]]] = []
+    used = set()
+    for fit in fits.runs:
+        run_dir = _folder_of(fit, results_dir, by_path, by_name)
+        if run_dir is not None:
+            used.add(run_dir.path.resolve())
+        pairs.append((fit, run_dir))
+    pairs += [(None, d) for d in dirs if d.path.resolve() not in used]
+
+    x_unit, y_name = fits.settings.x, fits.settings.y
+    jobs = [RunJob(f"run-{index}", fit, run_dir, x_unit, y_name) for index, (fit, run_dir) in enumerate(pairs)]
+    grouped: Dict[str, List[RunView]] = {}
+    for run in parallel_map(_run_view, jobs, n_workers):
+        grouped.setdefault(run.sweep, []).append(run)
+
+    sweeps = []
+    for sweep in sorted(grouped):
+        ranking = [c for c in fits.comparison if c.sweep == sweep and c.kind == "rank"]
+        ranking.sort(key=lambda c: (c.rank is None, c.rank or 0))
+        loo = [c for c in fits.comparison if c.sweep == sweep and c.kind == "loo"]
+        order = {row.variant: i for i, row in enumerate(ranking) if row.rank is not None}
+        runs = sorted(grouped[sweep], key=lambda r: (order.get(r.variant, len(order)), r.name))
+        sweeps.append(SweepView(sweep, runs, ranking, loo, _planned(results_dir, sweep, runs)))
+    warnings = [f"{run.sweep}/{run.name}: {w}" for s in sweeps for run in s.runs for w in run.warnings]
+    return ReportData(results_dir, fits.settings, sweeps, warnings)
+
+
+def _folder_of(fit: RunFit, root: Path, by_path: Dict[Path, RunDir],
+               by_name: Dict[Tuple[str, str], RunDir]) -> Optional[RunDir]:
+    """The folder of a fitted run: its run_path (absolute, relative to here or to the results folder),
+    else the folder of that name in its sweep (fits made from another working directory), else the
+    folder named like the variant."""
+    if fit.run_path:
+        path = Path(fit.run_path)
+        for candidate in (path, root / path):
+            found = by_path.get(candidate.resolve())
+            if found is not None:
+                return found
+        found = by_name.get((fit.sweep, path.name))
+        if found is not None:
+            return found
+    return by_name.get((fit.sweep, fit.variant))
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """What reading one run needs (a picklable unit of work for the worker processes)."""
+
+    anchor: str
+    fit: Optional[RunFit]
+    run_dir: Optional[RunDir]
+    x_unit: str
+    y_name: str
+
+
+def _run_view(job: RunJob) -> RunView:
+    fit, run_dir = job.fit, job.run_dir
+    sweep = fit.sweep if fit is not None else run_dir.sweep
+    variant = fit.variant if fit is not None else run_dir.variant
+    name = variant if fit is None or fit.seed is None else f"{variant} (seed {fit.seed})"
+    if run_dir is None:
+        return RunView(job.anchor, sweep, variant, name, None, fit, "unknown", "run folder not found", "",
+                       _fit_points(fit), {}, ["run folder not found; curves from fits.json only"])
+    records, warnings = read_metrics(run_dir.metrics)
+    status = read_status(run_dir.path)
+    try:
+        config_text = run_dir.config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        config_text = ""
+        warnings.append("no config.yaml")
+    by_kind: Dict[str, List[dict]] = {"train": [], "eval": []}
+    for rec in records:
+        by_kind.setdefault(rec.get("kind", "train"), []).append(rec)
+    train = {metric: series for metric in DIAGNOSTICS
+             if len((series := _series(by_kind["train"], job.x_unit, metric)).x)}
+    fit_points = _fit_points(fit)
+    evals = fit_points if len(fit_points.x) else _series(by_kind["eval"], job.x_unit, job.y_name)
+    return RunView(job.anchor, sweep, variant, name, run_dir.path, fit, str(status.get("state", "unknown")),
+                   str(status.get("reason", "")), config_text, evals, train, warnings)
+
+
+def _fit_points(fit: Optional[RunFit]) -> Series:
+    return Series() if fit is None else Series.of(list(zip(fit.points_x, fit.points_y)))
+
+
+def _series(records: List[dict], x_unit: str, y_name: str) -> Series:
+    return Series.of([(rec[x_unit], rec[y_name]) for rec in records if x_unit in rec and y_name in rec])
+
+
+def _planned(results_dir: Path, sweep: str, runs: List[RunView]) -> Optional[int]:
+    """How many runs sweep.json plans (one entry per run, seeds included; None without sweep.json)."""
+    folders = {run.path.parent for run in runs if run.path is not None} or {results_dir / sweep}
+    for folder in sorted(folders):
+        spec = read_sweep_json(folder)
+        variants = spec.get("variants") if isinstance(spec, dict) else None
+        if isinstance(variants, list):
+            return len(variants)
+    return None

@@ -1,0 +1,35 @@
+"""The self-contained HTML page (jinja2, autoescaped): figures inline as data: URIs, CSS inline, no
+script, and a Content-Security-Policy that forbids every fetch, so the file works offline and opening it
+sends no request. Sections follow issue 5: summary, curves per sweep, ranking and LOO tables with the
+Figure-7 plot of ScaleRL (arXiv 2510.13786), extrapolation check, diagnostics, the record of each run.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from pathlib import Path
+from typing import Dict, Tuple
+
+import jinja2
+
+from rlscale.report.formatting import ci, num
+from rlscale.report.model import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
+from rlscale.report.summary import summarize
+
+TEMPLATES = Path(__file__).parent / "templates"
+# (sweep, kind) -> PNG bytes of that figure; sweep "" for figures across sweeps.
+Images = Dict[Tuple[str, str], bytes]
+
+
+def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx: bool = False) -> str:
+    """The page as a string. ``colors`` maps each run's anchor to its colour in the figures."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=num, ci=ci)
+    uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
+    return env.get_template("report.html.j2").render(
+        report=report, summaries=summarize(report), images=uris, colors=colors, logx=logx,
+        generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        truncation_flag=TRUNCATION_FLAG, unfinished=UNFINISHED_STATES,
+        cutoffs=sorted({r.fit.cutoff for r in report.runs if r.fit is not None and r.fit.cutoff is not None}))
+

@@ -1,0 +1,57 @@
+"""The report's headline numbers per sweep: runs by state, fits that worked, best variant by A and by B.
+
+A (the asymptote) and B (the efficiency exponent) are Eq. 1's parameters (ScaleRL, arXiv 2510.13786);
+the paper compares recipes by A first, and by B when their A fall within the 0.02 margin (App. A.6).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from rlscale.report.model import ReportData, RunView, SweepView
+
+
+@dataclass(frozen=True)
+class Best:
+    """The run holding the highest value of one parameter."""
+
+    name: str
+    value: float
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    name: str
+    n_runs: int
+    n_planned: Optional[int]
+    n_fit_ok: int
+    states: Dict[str, int]
+    best_A: Optional[Best]
+    best_B: Optional[Best]
+    n_truncation_flagged: int
+
+
+def summarize(report: ReportData) -> List[SweepSummary]:
+    return [_summarize(sweep) for sweep in report.sweeps]
+
+
+def _summarize(sweep: SweepView) -> SweepSummary:
+    fitted = [run for run in sweep.runs if run.fit_ok]
+    return SweepSummary(
+        name=sweep.name,
+        n_runs=len(sweep.runs),
+        n_planned=sweep.planned,
+        n_fit_ok=len(fitted),
+        states=dict(sorted(Counter(run.state for run in sweep.runs).items())),
+        best_A=_best(fitted, "A"),
+        best_B=_best(fitted, "B"),
+        n_truncation_flagged=sum(run.truncation_flagged for run in sweep.runs),
+    )
+
+
+def _best(runs: List[RunView], parameter: str) -> Optional[Best]:
+    if not runs:
+        return None
+    top = max(runs, key=lambda run: getattr(run.fit, parameter))
+    return Best(top.name, getattr(top.fit, parameter))

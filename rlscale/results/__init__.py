@@ -1,0 +1,15 @@
+"""The results contract (DESIGN.md): what train writes and what fit and report read.
+
+results/<sweep>/<variant>/config.yaml    resolved config
+results/<sweep>/<variant>/metrics.jsonl  one JSON object per line, append-only
+results/<sweep>/<variant>/status.json    pending|running|done|failed|diverged|preempted, with reason
+results/<sweep>/<variant>/checkpoints/   atomic
+results/<sweep>/sweep.json               variants, overrides, job ids, base variant
+"""
+from rlscale.results.atomic import atomic_write_json, atomic_write_text
+from rlscale.results.discover import RunDir, find_runs
+from rlscale.results.metrics import MetricsLog, read_metrics
+from rlscale.results.status import RunState, read_status, write_status
+
+__all__ = ["atomic_write_json", "atomic_write_text", "RunDir", "find_runs", "MetricsLog", "read_metrics",
+           "RunState", "read_status", "write_status"]

@@ -1,0 +1,40 @@
+"""Atomic writes: write a temporary file in the same folder, fsync, then rename over the target."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp_path)`` then atomically rename ``tmp_path`` to ``path`` (mode 0666 & ~umask, as
+    an ordinary open() would give, not mkstemp's 0600)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

@@ -1,0 +1,37 @@
+"""status.json: the run's state with a reason, written atomically."""
+from __future__ import annotations
+
+import json
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Any, Dict
+
+from rlscale.results.atomic import atomic_write_json
+
+
+class RunState(str, Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    DIVERGED = "diverged"
+    PREEMPTED = "preempted"
+
+
+def write_status(run_dir: Path, state: RunState, reason: str = "", **extra: Any) -> None:
+    payload = {"state": RunState(state).value, "reason": reason, "time": time.time(), **extra}
+    atomic_write_json(Path(run_dir) / "status.json", payload)
+
+
+def read_status(run_dir: Path) -> Dict[str, Any]:
+    """The run's status; a missing or unreadable file reads as pending / unknown, never raises."""
+    path = Path(run_dir) / "status.json"
+    if not path.exists():
+        return {"state": RunState.PENDING.value, "reason": "no status.json yet"}
+    try:
+        data = json.loads(path.read_text())
+        RunState(data["state"])
+        return data
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return {"state": "unknown", "reason": f"unreadable status.json: {err}"}

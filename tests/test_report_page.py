@@ -1,0 +1,98 @@
+"""The HTML page without a browser: self-contained (only data: images and in-page links, a CSP that
+forbids fetches), markup in names and configs escaped, failed fits and odd fit records never breaking it,
+and the figures drawn the same in worker processes."""
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from typing import List, Tuple
+
+import matplotlib
+import pytest
+
+from rlscale.fit.schema import ComparisonRow, FitResults, PowerLawFit, RunFit
+from rlscale.report.build import write_report
+from rlscale.report.draw import draw_report
+from rlscale.report.figures import RunPanels
+from rlscale.report.model import load_report
+from rlscale.report.plotting import STYLE, run_colors
+from rlscale.report.synthetic import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
+
+
+class Links(HTMLParser):
+    """Every tag, and every src/href value, of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: List[str] = []
+        self.links: List[Tuple[str, str]] = []
+        self.csp = ""
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        attrs = dict(attrs)
+        self.links += [(tag, attrs[key]) for key in ("src", "href") if key in attrs]
+        if attrs.get("http-equiv") == "Content-Security-Policy":
+            self.csp = attrs["content"]
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    root = tmp_path_factory.mktemp("page") / "results"
+    fits = write_results(root, synthetic_plan(n_runs=10, n_sweeps=2, n_loo_sweeps=1), n_train=30)
+    written = write_report(load_report(root, fits), html=root / "report.html")
+    return written.html.read_text()
+
+
+def test_page_is_self_contained(page):
+    links = Links()
+    links.feed(page)
+    assert links.links
+    assert all(value.startswith("data:image/png;base64,") if tag == "img" else value.startswith("#")
+               for tag, value in links.links), [v[:40] for _, v in links.links]
+    assert "default-src 'none'" in links.csp and "script" not in links.tags and "link" not in links.tags
+
+
+def test_markup_in_names_and_configs_is_escaped(page):
+    assert XSS_NAME not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "a &amp; b &lt; c &gt; d &#34;double&#34; &#39;single&#39;" in page
+    assert TRICKY_NOTE not in page
+
+
+def test_failed_and_odd_fits_never_break_the_page(tmp_path):
+    root = tmp_path / "results"
+    fits = write_results(root, synthetic_plan(n_runs=6, n_sweeps=1, n_loo_sweeps=1), n_train=20)
+    odd = [RunFit(sweep="loo-0", variant="ok-but-empty", status="ok"),
+           RunFit(sweep="loo-0", variant="crashed", status="failed", message="ValueError: <b>bad</b> & worse"),
+           RunFit(sweep="loo-0", variant="no-points", status="ok", A=0.6, B=2.0, C_mid=100.0, R0=0.1,
+                  fit_until=50.0, extrap_predicted=0.5, extrap_observed=None,
+                  power_law=PowerLawFit(status="failed", message="power law did not converge"))]
+    rows = [ComparisonRow(kind="loo", sweep="loo-0", variant="crashed", axis="loss", note="no ok fit"),
+            ComparisonRow(kind="rank", sweep="loo-0", variant="crashed", note="no ok fit")]
+    report = load_report(root, FitResults(fits.settings, fits.runs + odd, fits.comparison + rows))
+    html = write_report(report, html=tmp_path / "report.html", logx=True).html.read_text()
+    assert "fit has no parameters" in html and "failed: ValueError: &lt;b&gt;bad&lt;/b&gt; &amp; worse" in html
+    assert html.count('<details class="run"') == len(report.runs) == 9
+
+
+def test_workers_draw_the_same_figures(tmp_path):
+    root = tmp_path / "results"
+    report = load_report(root, write_results(root, synthetic_plan(n_runs=4, n_sweeps=2, n_loo_sweeps=1,
+                                                                  edge_cases=False), n_train=10))
+    serial = draw_report(report, [("png", 50)], n_workers=1)
+    parallel = draw_report(report, [("png", 50)], n_workers=2)
+    assert [(f.sweep, f.kind) for f in serial] == [(f.sweep, f.kind) for f in parallel]
+    assert [f.kind for f in serial if f.sweep == "loo-0"] == ["curves", "runs", "loo", "diagnostics"]
+    assert serial[-1].kind == "extrapolation" and all(f.data[("png", 50)][:4] == b"\x89PNG" for f in parallel)
+
+
+def test_run_panels_come_24_to_a_page(tmp_path):
+    root = tmp_path / "results"
+    report = load_report(root, write_results(root, synthetic_plan(n_runs=30, n_sweeps=1, edge_cases=False),
+                                             n_train=5))
+    sweep = report.sweeps[0]
+    with matplotlib.rc_context(STYLE):
+        pages = RunPanels(report.settings, False, len(sweep.runs)).pages(sweep, run_colors(len(sweep.runs)))
+        kept = [(page.kind, page.keep_top, sum(ax.get_visible() for ax in page.figure.axes)) for page in pages]
+    assert [(kind, visible) for kind, _, visible in kept] == [("runs", 24), ("runs-2", 6)]
+    assert kept[1][1] < kept[0][1]  # the second page is cropped to its two rows
