@@ -68,12 +68,12 @@ def results(tmp_path_factory):
     ("too_few", "too_few_points", "2 point(s) in the fit window, need >= 3"),
     ("constant", "flat", "constant reward 0.3"),
     ("decreasing", "diverging", "reward falls with compute"),
-    ("some_nan", "ok", "3 non-finite point(s) dropped"),
+    ("some_nan", "repaired", "3 non-finite point(s) dropped"),
     ("all_nan", "invalid", "all 41 eval points have non-finite x or y"),
-    ("torn", "ok", "torn last line skipped"),
-    ("resumed", "ok", ""),
-    ("noconf", "ok", "no config.yaml"),
-    ("badconf", "ok", "unreadable config.yaml"),
+    ("torn", "repaired", "torn last line skipped"),
+    ("resumed", "repaired", "duplicate step line(s), e.g. after a resume: the last one kept"),
+    ("noconf", "repaired", "no config.yaml"),
+    ("badconf", "repaired", "unreadable config.yaml"),
     ("empty", "no_data", "no eval lines in metrics.jsonl"),
     ("train_only", "no_data", "no eval lines in metrics.jsonl"),
     ("garbage", "no_data", "unparseable line skipped"),
@@ -92,6 +92,7 @@ def test_the_good_run_still_fits_and_the_comparison_skips_failures(results):
     rank = {c.variant: c for c in fitted.comparison if c.kind == "rank"}
     assert rank["good"].rank is not None
     assert rank["constant"].rank is None and rank["constant"].note == "no ok fit"
+    assert rank["torn"].rank is not None  # a repaired run is ranked like an ok one
     assert not [c for c in fitted.comparison if c.kind == "loo"]  # sweep.json unreadable: no LOO table
     json.loads(fitted.to_json())  # no NaN reaches fits.json
 

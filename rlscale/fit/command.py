@@ -77,7 +77,7 @@ def fit_command(
     paths = write_outputs(results, out_dir)
     render(results, Console())
     Console().print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
-    raise typer.Exit(0 if any(r.status == "ok" for r in results.runs) else 1)
+    raise typer.Exit(0 if any(r.fitted for r in results.runs) else 1)
 
 
 def _amount(text: Optional[str], option: str) -> Tuple[Optional[float], Optional[float]]:

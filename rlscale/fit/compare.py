@@ -91,7 +91,7 @@ def _loo_entries(spec) -> List[Tuple[str, str]]:
 def _variants(runs: List[RunFit]) -> List[VariantFit]:
     groups: Dict[Tuple[str, str], List[RunFit]] = {}
     for r in runs:
-        if r.status == "ok":
+        if r.fitted:
             groups.setdefault((r.sweep, r.variant), []).append(r)
     return [VariantFit(sweep=s, variant=v, runs=rs) for (s, v), rs in sorted(groups.items())]
 

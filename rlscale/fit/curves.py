@@ -43,6 +43,7 @@ class Curve:
     notes: List[str] = field(default_factory=list)
     status: str = "ok"
     message: str = ""
+    repaired: bool = False
 
 
 @dataclass
@@ -92,6 +93,7 @@ def _run_curve(run: RunDir, x_key: str, y_key: str, names: Dict[str, str]) -> Cu
     config_seed = _config_seed(run, notes)
     records, warnings = read_metrics(run.metrics)
     notes += [w.split(": ", 1)[-1] for w in warnings]
+    repaired = bool(notes)  # so far only repairs: a missing/unreadable config, skipped or duplicate lines
     state = read_status(run.path).get("state")
     if state in _NOTED_STATES:
         notes.append(f"run {state}")
@@ -99,6 +101,7 @@ def _run_curve(run: RunDir, x_key: str, y_key: str, names: Dict[str, str]) -> Cu
     pairs = [(r.get("step") if x_key == "step" else r.get(x_key), r.get(y_key)) for r in evals]
     curve = _curve(run.sweep, variant, config_seed if config_seed is not None else seed, str(run.path),
                    [p for p in pairs if p[0] is not None and p[1] is not None], notes)
+    curve.repaired = curve.repaired or repaired
     if not evals:
         curve.status, curve.message = "no_data", "no eval lines in metrics.jsonl"
     elif curve.status == "no_data":
@@ -168,6 +171,7 @@ def _curve(sweep: str, variant: str, seed: Optional[int], run_path: str, pairs: 
         curve.status, curve.message = "invalid", f"all {len(pairs)} eval points have non-finite x or y"
     elif dropped:
         notes.append(f"{dropped} non-finite point(s) dropped")
+        curve.repaired = True
     return curve
 
 

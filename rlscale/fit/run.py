@@ -6,6 +6,8 @@ Status (RunFit.status) for a curve that loaded:
 - ``flat``: constant reward, or a fitted rise |A - R0| within 2 residual standard deviations (no
   measurable improvement: A, B and C_mid mean nothing);
 - ``diverging``: the reward falls with compute (A below R0 by more than that);
+- ``repaired``: fitted, after tolerating bad input (torn or duplicate metrics lines, dropped NaN/inf
+  points, a missing or unreadable config.yaml); the message says what was repaired;
 - ``ok`` otherwise, with notes (A or C_mid at the edge of the box, no point beyond ``fit_until``, ...).
 """
 from __future__ import annotations
@@ -59,7 +61,7 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     _add_uncertainty(run, x, y, space, params, settings)
     _add_extrapolation(run, curve, notes)
     run.power_law = _power_law(x, y, run, settings)
-    return _finish(run, "ok", notes)
+    return _finish(run, "repaired" if curve.repaired else "ok", notes)
 
 
 def window_points(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray, np.ndarray, Window]:

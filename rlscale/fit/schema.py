@@ -12,6 +12,9 @@ from typing import List, Optional
 FITS_JSON = "fits.json"
 FITS_CSV = "fits.csv"
 COMPARISON_CSV = "comparison.csv"
+# Statuses of runs whose fit is usable: "repaired" = fitted after tolerating bad input (a torn last line,
+# duplicate steps after a resume, dropped NaN/inf points, a missing or unreadable config.yaml).
+FITTED_STATUSES = ("ok", "repaired")
 
 
 @dataclass
@@ -107,6 +110,10 @@ class RunFit:
     message: str = ""
     points_x: List[float] = field(default_factory=list)
     points_y: List[float] = field(default_factory=list)
+
+    @property
+    def fitted(self) -> bool:
+        return self.status in FITTED_STATUSES
 
     CSV_COLUMNS = ("sweep", "variant", "seed", "x", "n_points", "cutoff", "R0", "A", "B", "C_mid", "A_lo",
                    "A_hi", "B_lo", "B_hi", "C_mid_lo", "C_mid_hi", "sse", "r2", "fit_until",

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
 
-_STATUS_STYLE = {"ok": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
+_STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
 
 
 def render(results: FitResults, console: Console) -> None:
@@ -36,7 +36,7 @@ def render(results: FitResults, console: Console) -> None:
 def _runs_table(results: FitResults) -> Table:
     s = results.settings
     extrap = s.fit_until is not None or s.fit_until_frac is not None
-    ok = sum(r.status == "ok" for r in results.runs)
+    ok = sum(r.fitted for r in results.runs)
     table = Table(title=f"Eq. 1 fits: {ok} of {len(results.runs)} runs ok")
     columns: List[str] = ["run", "n", "cutoff", "R0", f"A [{s.ci_level:.0%} CI] +-{s.margin:g}", "B [CI]", "C_mid",
                           "R2"]

@@ -66,14 +66,14 @@ class RunView:
     @property
     def fit_ok(self) -> bool:
         f = self.fit
-        return (f is not None and f.status == "ok" and None not in (f.A, f.B, f.C_mid)
+        return (f is not None and f.fitted and None not in (f.A, f.B, f.C_mid)
                 and f.R0 is not None)
 
     @property
     def fit_message(self) -> str:
         if self.fit is None:
             return "not fitted"
-        if self.fit.status == "ok" and not self.fit_ok:
+        if self.fit.fitted and not self.fit_ok:
             return "fit has no parameters"
         return self.fit.message if self.fit.status == "ok" else f"{self.fit.status}: {self.fit.message}"
 

@@ -200,7 +200,7 @@ def _comparison(fits: List[RunFit], margin: float) -> List[ComparisonRow]:
     run's B: the synthetic LOO variants share A)."""
     rows = []
     for sweep in dict.fromkeys(f.sweep for f in fits):
-        ok = sorted((f for f in fits if f.sweep == sweep and f.status == "ok"), key=lambda f: -f.A)
+        ok = sorted((f for f in fits if f.sweep == sweep and f.fitted), key=lambda f: -f.A)
         rows += [ComparisonRow("rank", sweep, f.variant, rank=i + 1, A=f.A, B=f.B, C_mid=f.C_mid)
                  for i, f in enumerate(ok)]
         if not sweep.startswith("loo") or not ok:

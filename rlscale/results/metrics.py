@@ -47,6 +47,7 @@ def read_metrics(path: Path) -> Tuple[List[Dict], List[str]]:
     Returns (records, warnings); unparseable lines are skipped with a warning, never raised."""
     warnings: List[str] = []
     by_key: Dict[Tuple[str, int], Dict] = {}
+    duplicates = 0
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -65,7 +66,11 @@ def read_metrics(path: Path) -> Tuple[List[Dict], List[str]]:
         if not isinstance(rec, dict) or "step" not in rec:
             warnings.append(f"{path.name}:{number}: line without 'step' skipped")
             continue
-        by_key[(str(rec.get("kind", "train")), rec["step"])] = rec
+        key = (str(rec.get("kind", "train")), rec["step"])
+        duplicates += key in by_key
+        by_key[key] = rec
+    if duplicates:
+        warnings.append(f"{path.name}: {duplicates} duplicate step line(s), e.g. after a resume: the last one kept")
     records = sorted(by_key.values(), key=lambda r: (r["step"], r.get("kind", "train") == "eval"))
     return records, warnings
 
