@@ -5,11 +5,18 @@ with the batch's global aggregation weights, gradient clipping.
 Advantages and aggregation weights are computed once over the whole batch by the caller, so the sum
 of the micro-batch losses is exactly the full-batch loss (Section 3.2 aggregation is not changed by
 gradient accumulation).
+
+Precision. A policy held in bf16 (``model.dtype=bfloat16``, the GPU setting) computes forward and
+backward in bf16 while the learner keeps fp32 master weights: each micro-batch's bf16 gradients are
+added into fp32 master gradients, AdamW updates the masters and the bf16 weights are copied from them in
+place (the generator reads those same weights, so the two agree on every parameter; a 5e-7 update of a
+bf16 weight would otherwise round away). The LM head runs in FP32 or bf16 as ``fp32_head`` says
+(Section 3.2). fp32 policies train in fp32. Batches move to the model's device one micro-batch at a time.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, fields
+from typing import List, Optional
 
 import torch
 
@@ -30,11 +37,46 @@ class StepResult:
     trained_tokens: int
 
 
-def build_optimizer(model, cfg: OptimConfig):
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps,
-                            weight_decay=cfg.weight_decay)
+def build_optimizer(model, cfg: OptimConfig, params=None, fused: bool = False):
+    """AdamW over ``params`` (default: the model's) and the warm-up schedule; ``fused`` for CUDA tensors."""
+    opt = torch.optim.AdamW(model.parameters() if params is None else params, lr=cfg.lr, betas=tuple(cfg.betas),
+                            eps=cfg.eps, weight_decay=cfg.weight_decay, fused=fused or None)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
     return opt, sched
+
+
+class MasterWeights:
+    """fp32 copies of a low-precision model's trainable parameters (see the module docstring)."""
+
+    def __init__(self, params: List[torch.nn.Parameter]):
+        self.params = params
+        self.master = [torch.nn.Parameter(p.detach().float().clone()) for p in params]
+
+    @torch.no_grad()
+    def collect_grads(self) -> None:
+        """Add the model's gradients into the masters' (fp32) and free them."""
+        for p, m in zip(self.params, self.master):
+            if p.grad is None:
+                continue
+            if m.grad is None:
+                m.grad = p.grad.float()
+            else:
+                m.grad.add_(p.grad)
+            p.grad = None
+
+    @torch.no_grad()
+    def write_back(self) -> None:
+        for p, m in zip(self.params, self.master):
+            p.copy_(m)
+
+    @torch.no_grad()
+    def load(self, tensors: List[torch.Tensor]) -> None:
+        for m, t in zip(self.master, tensors):
+            m.copy_(t)
+
+
+def to_device(batch: TrainBatch, device: torch.device) -> TrainBatch:
+    return TrainBatch(**{f.name: getattr(batch, f.name).to(device) for f in fields(TrainBatch)})
 
 
 class TorchLearner:
@@ -47,7 +89,12 @@ class TorchLearner:
         self.temperature = temperature
         self.micro_batch = micro_batch
         self.ref_model = ref_model
-        self.optimizer, self.scheduler = build_optimizer(model, optim_cfg)
+        first = next(model.parameters())
+        self.device = first.device
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        self.master = MasterWeights(trainable) if first.dtype in (torch.bfloat16, torch.float16) else None
+        params = self.master.master if self.master is not None else trainable
+        self.optimizer, self.scheduler = build_optimizer(model, optim_cfg, params, fused=self.device.type == "cuda")
 
     def _micro_batches(self, n: int):
         size = self.micro_batch if self.micro_batch > 0 else n
@@ -60,41 +107,50 @@ class TorchLearner:
     def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
         """One optimizer update on ``batch`` with global ``weights`` [N, L-1] (loss = sum W * per_token)."""
         self.model.train()
-        total_loss = 0.0
-        clip = ratio = entropy = kl = 0.0
+        dev = self.device
+        stats = torch.zeros(5, dtype=torch.float64, device=dev)  # loss, clip, ratio, entropy, kl
         kl_seen = False
         tokens_in_loss = float(batch.mask.sum())
         self.optimizer.zero_grad(set_to_none=True)
         for rows in self._micro_batches(batch.num_sequences):
-            mb = batch.rows(rows)
+            share = float(batch.mask[rows].sum()) / max(tokens_in_loss, 1.0)
+            mb = to_device(batch.rows(rows), dev)
             prox = self._logprobs_of(self.model, mb) if self.loss_spec.tis_cap is not None else None
             ref = self._logprobs_of(self.ref_model, mb) if self.ref_model is not None else None
             out_lp = token_logprobs(self.model, mb.input_ids, mb.attention_mask, self.fp32_head, self.temperature,
                                     with_entropy=True)
-            out = policy_loss(LossInputs(logp=out_lp.logp, gen_logp=mb.gen_logp, advantages=advantages[rows],
+            out = policy_loss(LossInputs(logp=out_lp.logp, gen_logp=mb.gen_logp, advantages=advantages[rows].to(dev),
                                          mask=mb.mask, prox_logp=prox, ref_logp=ref), self.loss_spec)
-            loss = (weights[rows] * out.per_token).sum()
+            loss = (weights[rows].to(dev) * out.per_token).sum()
             loss.backward()
-            total_loss += loss.item()
-            share = float(mb.mask.sum()) / max(tokens_in_loss, 1.0)
-            clip += float(out.clip_fraction) * share
-            ratio += float(out.ratio_mean) * share
-            entropy += float((out_lp.entropy * mb.mask).sum()) / max(tokens_in_loss, 1.0)
-            if out.kl is not None:
-                kl += float(out.kl) * share
-                kl_seen = True
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+            if self.master is not None:
+                self.master.collect_grads()
+            kl = out.kl.detach() * share if out.kl is not None else torch.zeros((), device=dev)
+            kl_seen = kl_seen or out.kl is not None
+            stats += torch.stack([loss.detach().double(), out.clip_fraction.detach().double() * share,
+                                  out.ratio_mean.detach().double() * share,
+                                  (out_lp.entropy * mb.mask).sum().double() / max(tokens_in_loss, 1.0), kl.double()])
+        params = self.master.master if self.master is not None else self.optimizer.param_groups[0]["params"]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip)
         if torch.isfinite(grad_norm) and tokens_in_loss > 0:
             self.optimizer.step()
+            if self.master is not None:
+                self.master.write_back()
         self.scheduler.step()
         self.model.eval()
-        return StepResult(loss=total_loss, grad_norm=float(grad_norm), clip_fraction=clip, ratio_mean=ratio,
+        loss, clip, ratio, entropy, kl = stats.tolist()
+        return StepResult(loss=loss, grad_norm=float(grad_norm), clip_fraction=clip, ratio_mean=ratio,
                           entropy=entropy, kl=kl if kl_seen else None,
                           trained_tokens=int(batch.attention_mask.sum()))
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+        if self.master is not None:
+            state["master"] = [m.detach().cpu() for m in self.master.master]
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        if self.master is not None:  # a state saved without masters restarts them from the loaded model
+            self.master.load(state.get("master", self.master.params))

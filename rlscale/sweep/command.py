@@ -1,11 +1,76 @@
-"""``rlscale sweep`` and ``rlscale status`` (to be written)."""
+"""``rlscale sweep`` and ``rlscale status``: the command-line faces of ``rlscale.sweep``."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from rlscale.sweep.progress import collect, refs_under
+from rlscale.sweep.runner import SweepRequest, plan_sweep, submit_sweep, write_scripts, write_sweep
+from rlscale.sweep.spec import SpecError
+from rlscale.sweep.table import progress_table, variants_table, watch
 
 
-def sweep_command() -> None:
-    """Run a sweep."""
-    raise NotImplementedError
+def sweep_command(
+    overrides: List[str] = typer.Argument(None, help="conf=NAME (a spec of sweeps/, or a .yaml path), then "
+                                          "Hydra overrides applied to every variant, e.g. launcher=slurm"),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="N runs per variant (<variant>_s<k>, seed=k)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the variants, write the configs and "
+                                 "slurm/<sweep>/*.sbatch, submit nothing"),
+    detach: bool = typer.Option(False, "--detach", help="return once submitted (watch with rlscale status)"),
+    force: bool = typer.Option(False, "--force", help="clear every run and rerun all"),
+    results: Path = typer.Option(Path("results"), "--results", help="results root"),
+) -> None:
+    """Run a sweep: expand and validate every variant, write results/<sweep>/, submit through submitit
+    (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. Rerunning
+    the same command skips finished runs and resubmits failed or missing ones."""
+    console = Console()
+    try:
+        plan = plan_sweep(SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results))
+        write_sweep(plan, force=force, reason="not submitted (dry run)" if dry_run else "queued")
+        if dry_run:
+            console.print(variants_table(f"sweep {plan.spec.name} ({plan.spec.kind}, {plan.record.launcher})",
+                                         plan.runs, plan.spec.base.name))
+            scripts = write_scripts(plan)
+            console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/ and the run configs "
+                          f"under {plan.sweep_dir}/; nothing submitted")
+            return
+        jobs = submit_sweep(plan)
+    except SpecError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    skipped = ", ".join(f"{name} ({why})" for name, why in plan.skipped.items())
+    console.print(f"sweep {plan.spec.name}: submitted {len(jobs)} run(s) via {plan.record.launcher}"
+                  + (f"; skipped {skipped}" if skipped else ""))
+    if detach:
+        console.print(f"detached; follow with: rlscale status {plan.sweep_dir}")
+        return
+    refs = refs_under(plan.sweep_dir)
+    try:
+        rows = watch(lambda: collect(refs), console, title=f"sweep {plan.spec.name}")
+    except KeyboardInterrupt:
+        console.print("interrupted; rerun the same command to resume the unfinished runs")
+        raise typer.Exit(130)
+    bad = [row.ref.run for row in rows if row.state not in ("done", "diverged")]
+    if bad:
+        console.print(f"not finished: {', '.join(bad)} (see their status.json; rerun to resubmit)")
+        raise typer.Exit(1)
 
 
-def status_command() -> None:
-    """Show sweep state."""
-    raise NotImplementedError
+def status_command(results_dir: Path = typer.Argument(Path("results"), help="results root, a sweep folder "
+                                                      "or a run folder")) -> None:
+    """Show the state, step, latest validation reward and ETA of every run under RESULTS_DIR."""
+    if not results_dir.exists():
+        typer.echo(f"error: {results_dir}: no such folder", err=True)
+        raise typer.Exit(2)
+    try:
+        refs = refs_under(results_dir)
+    except SpecError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    if not refs:
+        typer.echo(f"no runs under {results_dir}")
+        return
+    Console().print(progress_table(collect(refs), title=f"runs under {results_dir}"))

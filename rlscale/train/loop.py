@@ -145,7 +145,8 @@ class RunLoop:
         lag = lag_stats(batch, self.step)
         self.step += 1
         c.source.after_update(c.model, self.step)
-        return train_metrics(self.step, groups, result, c, kept, lag, time.perf_counter() - start)
+        return {**train_metrics(self.step, groups, result, c, kept, lag, time.perf_counter() - start),
+                **c.source.metrics()}
 
     def run(self) -> None:
         t = self.cfg.trainer

@@ -4,7 +4,8 @@ an off-policy source (Section 3.1).
 """
 from __future__ import annotations
 
-from typing import List, Protocol
+import time
+from typing import Callable, List, Optional, Protocol
 
 import torch
 
@@ -51,10 +52,19 @@ class RolloutSampler:
 
     def sample(self, num_prompts: int, version: int, version_hook=None) -> List[ScoredGroup]:
         ids = self.pool.next_batch(num_prompts, self.rng)
-        prompts = [self.tok.encode_prompt(self.problems[i].prompt) for i in ids for _ in range(self.generations)]
+        prompts = [p for p in self.encode(ids) for _ in range(self.generations)]
         completions = self.generator.generate(prompts, self.rng, version=version, version_hook=version_hook)
-        self.meter.add_generation(sum(len(p) for p in prompts), sum(len(c.tokens) for c in completions),
-                                  len(completions))
+        return self.score(ids, completions)
+
+    def encode(self, ids: List[int]) -> List[List[int]]:
+        """The prompt tokens of the problems ``ids``, one list per prompt."""
+        return [self.tok.encode_prompt(self.problems[i].prompt) for i in ids]
+
+    def score(self, ids: List[int], completions: List[Completion]) -> List[ScoredGroup]:
+        """Group the ``generations`` completions of each prompt (in ``ids`` order), score them, count
+        the compute and feed the pass rates back to the pool."""
+        self.meter.add_generation(sum(len(c.prompt_ids) for c in completions),
+                                  sum(len(c.tokens) for c in completions), len(completions))
         groups, correct_all = [], []
         for j, pid in enumerate(ids):
             comps = completions[j * self.generations:(j + 1) * self.generations]
@@ -67,9 +77,13 @@ class RolloutSampler:
         return groups
 
     def sample_batch(self, num_prompts: int, version: int) -> List[ScoredGroup]:
-        """``num_prompts`` groups; with dynamic sampling, zero-variance groups are replaced by new draws
-        for up to ``max_rounds`` extra rounds (DAPO), the rest filled with what was drawn last."""
-        groups = self.sample(num_prompts, version)
+        return self.fill_batch(num_prompts, lambda n: self.sample(n, version))
+
+    def fill_batch(self, num_prompts: int, draw: Callable[[int], List[ScoredGroup]]) -> List[ScoredGroup]:
+        """``num_prompts`` groups from ``draw(n)`` (n new scored groups); with dynamic sampling,
+        zero-variance groups are replaced by new draws for up to ``max_rounds`` extra rounds (DAPO),
+        the rest filled with what was drawn last."""
+        groups = draw(num_prompts)
         if not self.filtering.dynamic_sampling:
             return groups
         kept = [g for g in groups if g.has_signal]
@@ -77,7 +91,7 @@ class RolloutSampler:
         for _ in range(self.filtering.max_rounds):
             if len(kept) >= num_prompts:
                 break
-            more = self.sample(num_prompts - len(kept), version)
+            more = draw(num_prompts - len(kept))
             kept += [g for g in more if g.has_signal]
             spare = [g for g in more if not g.has_signal] + spare
         return (kept + spare)[:num_prompts]
@@ -107,6 +121,11 @@ class RolloutSource(Protocol):
     def close(self) -> None:
         ...
 
+    def metrics(self) -> dict:
+        """Per-step pipeline metrics merged into the train line (``trainer_wait_s``,
+        ``generator_idle_frac``, ...), counted since the previous call."""
+        ...
+
 
 class PPOOffPolicySource:
     """PPO-off-policy-k (Section 3.1): the generator produces k x B prompts' completions with the
@@ -117,11 +136,16 @@ class PPOOffPolicySource:
         self.prompts = prompts_per_batch
         self.k = max(1, k)
         self.buffer: List[List[ScoredGroup]] = []
+        self.generate_s = 0.0
+        self.since: Optional[float] = None
 
     def next_batch(self, version: int) -> List[ScoredGroup]:
+        start = time.monotonic()
+        self.since = start if self.since is None else self.since
         if not self.buffer:
             groups = self.sampler.sample_batch(self.prompts * self.k, version)
             self.buffer = [groups[i * self.prompts:(i + 1) * self.prompts] for i in range(self.k)]
+            self.generate_s += time.monotonic() - start
         return self.buffer.pop(0)
 
     def after_update(self, model, version: int) -> None:
@@ -135,3 +159,13 @@ class PPOOffPolicySource:
 
     def close(self) -> None:
         pass
+
+    def metrics(self) -> dict:
+        """Generation and updates alternate in one process: the trainer waits while the batches are
+        generated, the generator idles while the trainer updates."""
+        now = time.monotonic()
+        wall = now - self.since
+        record = {"trainer_wait_s": self.generate_s,
+                  "generator_idle_frac": max(0.0, 1.0 - self.generate_s / wall) if wall > 0 else 0.0}
+        self.generate_s, self.since = 0.0, now
+        return record

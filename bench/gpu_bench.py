@@ -1,0 +1,630 @@
+"""GPU benchmark of rlscale's RL step (issue 7), run on a lent H100 / H200 in one call.
+
+For two model shapes with random weights (SmolLM2-135M: Llama, 30 layers, GQA 9/3; a Qwen2-0.5B shape:
+24 layers, GQA 14/2, 152k vocabulary) and one batch (32 prompts x 8 generations, 128 prompt tokens, 512
+completion tokens: a 480-token think budget, the 8-token interruption phrase, a 24-token answer,
+Section 3.2), it prints:
+
+- generation tokens/s of the torch generator (static KV cache + CUDA graphs) and its decode time as a
+  fraction of the HBM bound (bytes per step = weights read + live KV cache of the batch);
+- training tokens/s of the torch learner (bf16 weights, fp32 master) and its MFU (6 x params x tokens
+  over the card's dense bf16 peak);
+- the end-to-end RL step (generate, score, advantages, one update: ``RunLoop.update``'s work);
+- the same RL step in TRL's GRPOTrainer (transformers ``generate``, same model, batch and lengths, a
+  trivial reward) and the ratio rlscale / TRL;
+- PipelineRL-8 against the synchronous loop (samples/s), on one GPU or, with two, one generator GPU
+  and one trainer GPU (Section 3.1).
+
+Each variant runs with the bf16 LM head (Section 2's baseline, TRL's precision, used for the ratio) and
+the FP32 head (ScaleRL, Section 3.2). Results go to ``--out`` (gpu_bench.json, gpu_bench.md) section by
+section, so a call stopped at its limit still returns what finished.
+
+    python bench/gpu_bench.py --out DIR [--sections env,checks,models,trl,pipeline] [--models smollm2-135m,qwen2-0.5b]
+    python bench/gpu_bench.py --device cpu --tiny --out DIR     # the same code paths on CPU, tiny shapes
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rlscale.config.schema import RunConfig  # noqa: E402
+from rlscale.engines.policy import count_parameters  # noqa: E402
+from rlscale.rl import NoPositiveResamplingPool  # noqa: E402
+from rlscale.tasks.base import THINK_CLOSE, Problem  # noqa: E402
+from rlscale.train.components import Components, build_generator, build_learner, build_source  # noqa: E402
+from rlscale.train.compute import ComputeMeter  # noqa: E402
+from rlscale.train.loop import prepare_batch  # noqa: E402
+from rlscale.train.rollouts import RolloutSampler  # noqa: E402
+
+# dense bf16 and HBM bandwidth by datasheet (SXM parts); the env section measures both too
+PEAKS = {"H200": (989.4e12, 4.8e12), "H100": (989.4e12, 3.35e12)}
+
+
+@dataclass(frozen=True)
+class Shape:
+    family: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    rope_theta: float
+    micro_batch: int
+
+
+SHAPES = {
+    "smollm2-135m": Shape("llama", 576, 30, 9, 3, 1536, 49152, 100000.0, 32),
+    "qwen2-0.5b": Shape("qwen2", 896, 24, 14, 2, 4864, 151936, 1000000.0, 16),
+    "tiny": Shape("llama", 64, 2, 4, 2, 128, 512, 10000.0, 4),
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    prompts: int
+    generations: int
+    prompt_len: int
+    think: int
+    answer: int
+    pool: int
+
+    @property
+    def phrase(self) -> int:
+        return 8
+
+    @property
+    def completion(self) -> int:
+        return self.think + self.phrase + self.answer
+
+
+GPU_WORK = Workload(prompts=32, generations=8, prompt_len=128, think=480, answer=24, pool=1024)
+CPU_WORK = Workload(prompts=2, generations=2, prompt_len=8, think=16, answer=4, pool=64)
+
+
+# -- a synthetic policy tokenizer and task (random weights: the text carries no meaning) -------------
+@dataclass(frozen=True)
+class BenchTokenizer:
+    """Token ids as text ("17 4032 ..."); the top ids are padding, end of sequence, ``</think>`` and the
+    7 other tokens of the interruption phrase."""
+
+    vocab_size: int
+
+    @property
+    def pad_id(self) -> int:
+        return self.vocab_size - 1
+
+    @property
+    def eos_id(self) -> int:
+        return self.vocab_size - 2
+
+    @property
+    def think_close_ids(self) -> List[int]:
+        return [self.vocab_size - 3]
+
+    @property
+    def interrupt_ids(self) -> List[int]:
+        return list(range(self.vocab_size - 10, self.vocab_size - 3)) + self.think_close_ids
+
+    @property
+    def ordinary(self) -> int:
+        """Ids below this are plain tokens."""
+        return self.vocab_size - 10
+
+    def encode_prompt(self, question: str) -> List[int]:
+        return [int(x) for x in question.split()]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        close = self.think_close_ids[0]
+        return " ".join(THINK_CLOSE if int(i) == close else str(int(i)) for i in ids if int(i) != self.pad_id)
+
+
+class BenchTask:
+    """Random prompts; an answer is "correct" when its text has even length (a trivial reward with
+    variance, as TRL gets below)."""
+
+    name = "bench"
+
+    def __init__(self, tok: BenchTokenizer, work: Workload, seed: int = 0):
+        gen = torch.Generator().manual_seed(seed)
+        ids = torch.randint(0, tok.ordinary, (work.pool, work.prompt_len), generator=gen)
+        self.problems = [Problem(i, " ".join(map(str, row.tolist())), "") for i, row in enumerate(ids)]
+
+    def train_problems(self) -> List[Problem]:
+        return self.problems
+
+    def val_problems(self) -> List[Problem]:
+        return []
+
+    def is_correct(self, problem: Problem, answer_text: str) -> bool:
+        return len(answer_text) % 2 == 0
+
+    def demonstration(self, problem: Problem):
+        return None
+
+
+def trivial_reward(text: str) -> float:
+    return 1.0 if len(text) % 2 == 0 else -1.0
+
+
+# -- models and runs ---------------------------------------------------------------------------------
+def build_model(shape: Shape, dtype: torch.dtype, device: str, seed: int = 0):
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    tok = BenchTokenizer(shape.vocab)
+    common = dict(vocab_size=shape.vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+                  num_attention_heads=shape.heads, num_key_value_heads=shape.kv_heads,
+                  intermediate_size=shape.intermediate, max_position_embeddings=4096, rope_theta=shape.rope_theta,
+                  tie_word_embeddings=True, eos_token_id=tok.eos_id, pad_token_id=tok.pad_id, bos_token_id=0)
+    config = LlamaConfig(**common) if shape.family == "llama" else Qwen2Config(**common)
+    torch.manual_seed(seed)
+    cls = LlamaForCausalLM if shape.family == "llama" else Qwen2ForCausalLM
+    return cls(config).to(device=device, dtype=dtype).eval()
+
+
+def run_config(work: Workload, shape: Shape, fp32_head: bool, offpolicy: str, device: str) -> RunConfig:
+    cfg = RunConfig()
+    cfg.engine.device = device
+    cfg.model.dtype = "bfloat16" if device == "cuda" else "float32"
+    cfg.generation.max_think_tokens = work.think
+    cfg.generation.max_answer_tokens = work.answer
+    cfg.length.name = "interruption"
+    cfg.length.window = [work.think, work.think]
+    cfg.precision.lm_head_fp32 = fp32_head
+    cfg.precision.name = "fp32_head" if fp32_head else "bf16_head"
+    cfg.batch.prompts, cfg.batch.generations, cfg.batch.micro_batch = work.prompts, work.generations, shape.micro_batch
+    cfg.offpolicy.name = offpolicy
+    cfg.offpolicy.k = 8 if offpolicy == "pipeline" else 1
+    cfg.curriculum.name = "uniform"
+    cfg.optim.lr = 1e-6
+    return cfg
+
+
+def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> Components:
+    """The objects ``build_components`` makes, around the synthetic task and a random-weight model."""
+    device = torch.device(cfg.engine.device)
+    tok = BenchTokenizer(shape.vocab)
+    task = BenchTask(tok, work)
+    model = build_model(shape, torch.bfloat16 if device.type == "cuda" else torch.float32, device.type)
+    generator = build_generator(cfg, model, tok, device)
+    learner = build_learner(cfg, model)
+    pool = NoPositiveResamplingPool(len(task.train_problems()), enabled=False)
+    rng = torch.Generator().manual_seed(cfg.seed)
+    meter = ComputeMeter(count_parameters(model), device.type, 1)
+    sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length, rng, meter)
+    source = build_source(cfg, sampler, model, run_dir)
+    return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn, device: torch.device):
+    sync(device)
+    start = time.perf_counter()
+    out = fn()
+    sync(device)
+    return out, time.perf_counter() - start
+
+
+def rl_step(c: Components, step: int):
+    """``RunLoop.update`` without its logging: next batch, filters and advantages, one update, publish."""
+    groups = c.source.next_batch(step)
+    batch, advantages, weights, _ = prepare_batch(groups, c)
+    result = c.learner.step(batch, advantages, weights)
+    c.source.after_update(c.model, step + 1)
+    return groups, result
+
+
+def peaks(device: torch.device) -> tuple[float, float, str]:
+    if device.type != "cuda":
+        return float("nan"), float("nan"), "cpu"
+    name = torch.cuda.get_device_name(device)
+    for key, (flops, bw) in PEAKS.items():
+        if key in name:
+            return flops, bw, name
+    return float("nan"), float("nan"), name
+
+
+def decode_bytes(decoder, rows: int, width: int, steps: int) -> float:
+    """Fewest bytes the decode steps must read: the weights each step, plus the live KV cache of the batch
+    (prompt width + tokens so far, for every row)."""
+    kv = decoder.kv_bytes_per_token() * rows * sum(width + t + 1 for t in range(steps))
+    return float(decoder.weight_bytes()) * steps + kv
+
+
+def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: str, out: dict,
+                    ablation: bool) -> None:
+    shape = SHAPES[shape_name]
+    dev = torch.device(device)
+    cfg = run_config(work, shape, fp32_head, "ppo", device)
+    head = "fp32_head" if fp32_head else "bf16_head"
+    rows = work.prompts * work.generations
+    with tempfile.TemporaryDirectory() as tmp:
+        c = components(cfg, shape, work, Path(tmp))
+        params = count_parameters(c.model)
+        flops_peak, bw_peak, card = peaks(dev)
+        rec: Dict[str, float] = {"params": params}
+        prompts = [p for p in c.sampler.encode(list(range(work.prompts))) for _ in range(work.generations)]
+        groups = c.sampler.sample(work.prompts, 0)  # warm-up (graph capture, compilation); a batch to train on
+        runs = []
+        for seed in (1, 2):
+            done, seconds = timed(lambda: c.generator.generate(prompts, torch.Generator().manual_seed(seed)), dev)
+            runs.append((seconds, sum(len(x.tokens) for x in done)))
+        gen_s, gen_tokens = min(runs)
+        steps = max(len(x.tokens) for x in done)
+        rec.update(gen_seconds=gen_s, gen_tokens=gen_tokens, decode_steps=steps, gen_tok_s=gen_tokens / gen_s)
+        engine = getattr(c.generator, "engine", None)
+        if engine is not None:
+            ids = torch.tensor(prompts, device=dev)
+            cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
+            _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
+            del cache
+            decode_s = gen_s - prefill_s
+            need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
+            rec.update(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need,
+                       weight_bytes=engine.decoder.weight_bytes(), hbm_fraction=need / bw_peak / decode_s,
+                       hbm_fraction_measured_bw=need / out["env"].get("copy_bw", float("nan")) / decode_s)
+            if ablation:
+                rec["ablation_gen_tok_s"] = ablate(c, prompts, fp32_head, work, dev)
+        batch, adv, weights, _ = prepare_batch(groups, c)
+        c.learner.step(batch, adv, weights)  # warm-up
+        train_runs = [timed(lambda: c.learner.step(batch, adv, weights), dev) for _ in range(2)]
+        tokens = train_runs[0][0].trained_tokens
+        train_s = min(t for _, t in train_runs)
+        rec.update(train_seconds=train_s, train_tokens=tokens, train_tok_s=tokens / train_s,
+                   mfu=6.0 * params * tokens / train_s / flops_peak)
+        rl_step(c, 0)  # warm-up of the whole step
+        rec.update(rl_step_seconds=min(timed(lambda: rl_step(c, s), dev)[1] for s in (1, 2)))
+        if dev.type == "cuda":
+            rec["max_memory_gib"] = torch.cuda.max_memory_allocated(dev) / 2**30
+        c.source.close()
+        out.setdefault("models", {}).setdefault(shape_name, {})[head] = rec
+        out["card"] = card
+        del c, engine, groups, batch
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(dev)
+
+
+def ablate(c: Components, prompts: List[List[int]], fp32_head: bool, work: Workload, dev: torch.device) -> dict:
+    """Generation tokens/s of the GPU path without torch.compile, and without CUDA graphs either."""
+    from rlscale.engines.graph_decode import GraphDecoder
+
+    budgets = torch.full((len(prompts),), work.think)
+    out = {}
+    for name, graphs in (("graphs_no_compile", True), ("eager_steps", False)):
+        engine = GraphDecoder(c.model, c.generator.rules, fp32_head, 1.0, work.think, graphs=graphs, compiled=False)
+        warm = len(prompts) if graphs else 8  # graphs: capture for this bucket; eager: kernels loaded
+        engine.generate(prompts[:warm], budgets[:warm], 0, 0, None, c.tok.decode)
+        done, seconds = timed(lambda: engine.generate(prompts, budgets, 1, 0, None, c.tok.decode)[0], dev)
+        out[name] = sum(len(x.tokens) for x in done) / seconds
+        del engine
+    return out
+
+
+# -- TRL ----------------------------------------------------------------------------------------------
+def trl_worker(shape_name: str, work: Workload, device: str, result_path: Path) -> None:
+    """GRPOTrainer on the same shape, batch and lengths: fp32 weights with bf16 autocast (TRL's usual
+    mixed precision; its head runs in bf16), transformers ``generate``, the trivial reward."""
+    from datasets import Dataset
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import WhitespaceSplit
+    from transformers import PreTrainedTokenizerFast, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    shape = SHAPES[shape_name]
+    tok = BenchTokenizer(shape.vocab)
+    vocab = {str(i): i for i in range(shape.vocab)}
+    backend = Tokenizer(WordLevel(vocab, unk_token="0"))
+    backend.pre_tokenizer = WhitespaceSplit()
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=str(tok.pad_id), eos_token=str(tok.eos_id),
+                                     unk_token="0")
+    model = build_model(shape, torch.float32, device)
+    model.generation_config.eos_token_id = tok.eos_id
+    model.generation_config.pad_token_id = tok.pad_id
+    task = BenchTask(tok, work)
+    steps = 2
+    dataset = Dataset.from_dict({"prompt": [p.prompt for p in task.train_problems()[:work.prompts * steps]]})
+    rows = work.prompts * work.generations
+    gen_seconds: List[float] = [0.0] * steps  # per optimizer step, all generate calls of the step
+    completion_tokens: List[int] = [0] * steps
+    step_seconds: List[float] = []
+    real_generate = model.generate
+
+    def generate(*args, **kwargs):  # times TRL's own call of generate
+        sync(torch.device(device))
+        start = time.perf_counter()
+        ids = real_generate(*args, **kwargs)
+        sync(torch.device(device))
+        gen_seconds[len(step_seconds)] += time.perf_counter() - start
+        completion_tokens[len(step_seconds)] += int((ids[:, work.prompt_len:] != tok.pad_id).sum())
+        return ids
+
+    model.generate = generate
+
+    class StepTimer(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            sync(torch.device(device))
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            sync(torch.device(device))
+            step_seconds.append(time.perf_counter() - self.start)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = GRPOConfig(output_dir=tmp, per_device_train_batch_size=shape.micro_batch,
+                          gradient_accumulation_steps=rows // shape.micro_batch, num_generations=work.generations,
+                          max_completion_length=work.completion, temperature=1.0, top_p=1.0, beta=0.0,
+                          learning_rate=1e-6, bf16=device == "cuda", use_cpu=device == "cpu", max_steps=steps,
+                          logging_steps=1, report_to=[], save_strategy="no", disable_tqdm=True, seed=0,
+                          shuffle_dataset=False, dataloader_num_workers=0)
+        trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [trivial_reward(c) for c in completions],
+                              args=args, train_dataset=dataset, processing_class=hf_tok, callbacks=[StepTimer()])
+        trainer.train()
+    result_path.write_text(json.dumps({"step_seconds": step_seconds, "gen_seconds": gen_seconds,
+                                       "completion_tokens": completion_tokens, "trl": __import__("trl").__version__}))
+
+
+def measure_trl(shape_name: str, work_flag: List[str], device: str, out: dict, timeout: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trl.json"
+        cmd = [sys.executable, __file__, "--trl-worker", shape_name, "--trl-result", str(path), "--device", device,
+               *work_flag]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            error = None if done.returncode == 0 else (done.stderr or done.stdout)[-3000:]
+        except subprocess.TimeoutExpired:
+            error = f"TRL run exceeded {timeout:.0f} s"
+        if error is not None:
+            out.setdefault("trl", {})[shape_name] = {"error": error}
+            return
+        raw = json.loads(path.read_text())
+    step = raw["step_seconds"][-1]  # the first step warms up
+    gen = raw["gen_seconds"][-1]
+    out.setdefault("trl", {})[shape_name] = {"rl_step_seconds": step, "gen_seconds": gen,
+                                             "gen_tok_s": raw["completion_tokens"][-1] / gen,
+                                             "version": raw["trl"], "all_steps": raw["step_seconds"]}
+
+
+# -- PipelineRL vs synchronous ----------------------------------------------------------------------------
+def measure_pipeline(shape_name: str, work: Workload, device: str, steps: int, out: dict) -> None:
+    """Samples/s over ``steps`` RL steps after one warm-up step: synchronous (PPO-off-policy-1, generation
+    and update alternate) and PipelineRL-8 (one generator process: the GPU after the trainer's, or the same)."""
+    shape = SHAPES[shape_name]
+    dev = torch.device(device)
+    rec = {"gpus": torch.cuda.device_count() if dev.type == "cuda" else 0, "steps": steps}
+    for mode in ("ppo", "pipeline"):
+        cfg = run_config(work, shape, True, mode, device)
+        with tempfile.TemporaryDirectory() as tmp:
+            c = components(cfg, shape, work, Path(tmp))
+            try:
+                rl_step(c, 0)
+                start = time.perf_counter()
+                lags = []
+                for s in range(1, steps + 1):
+                    groups, _ = rl_step(c, s)
+                    versions = [v for g in groups for x in g.completions for v in x.versions]
+                    lags.append(s - sum(versions) / max(1, len(versions)))
+                sync(dev)
+                wall = time.perf_counter() - start
+            finally:
+                c.source.close()
+            rec[mode] = {"samples_per_s": steps * work.prompts * work.generations / wall, "seconds": wall,
+                         "mean_lag": sum(lags) / len(lags)}
+            del c
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+    rec["ratio"] = rec["pipeline"]["samples_per_s"] / rec["ppo"]["samples_per_s"]
+    out.setdefault("pipeline", {})[f"{shape_name}-{rec['gpus']}gpu"] = rec
+
+
+# -- environment and correctness checks -------------------------------------------------------------------
+def measure_env(device: str, out: dict) -> None:
+    import transformers
+
+    env = {"torch": torch.__version__, "transformers": transformers.__version__}
+    if device == "cuda":
+        dev = torch.device("cuda")
+        env["card"] = torch.cuda.get_device_name(dev)
+        env["gpus"] = torch.cuda.device_count()
+        src = torch.randn(1 << 28, device=dev)  # 1 GiB
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        _, t = timed(lambda: [dst.copy_(src) for _ in range(10)], dev)
+        env["copy_bw"] = 2 * src.numel() * 4 * 10 / t
+        a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        a @ b
+        _, t = timed(lambda: [a @ b for _ in range(10)], dev)
+        env["bf16_matmul_flops"] = 2 * 8192**3 * 10 / t
+        del src, dst, a, b
+        torch.cuda.empty_cache()
+    out["env"] = env
+
+
+def run_checks(device: str, out: dict) -> None:
+    """Before timing: the Triton sampler equals the torch sampler; the decoder matches HF's forward in
+    bf16; graph replay gives the completions eager steps give."""
+    from rlscale.engines import gumbel
+    from rlscale.engines.graph_decode import GraphDecoder
+    from rlscale.engines.phases import PhaseRules
+    from rlscale.engines.static_decoder import StaticKVDecoder
+
+    dev = torch.device(device)
+    checks: Dict[str, object] = {}
+    logits = torch.randn(64, 49152, device=dev) * 4
+    seed = torch.tensor([987654321], device=dev)
+    try:
+        draw, lse = gumbel.gumbel_sample(logits, 0.8, seed)
+        ref_draw, ref_lse = gumbel.gumbel_sample_torch(logits, 0.8, seed)
+        checks["sampler_same_draws"] = float((draw == ref_draw).float().mean())
+        checks["sampler_lse_max_err"] = float((lse - ref_lse).abs().max())
+    except Exception as err:  # the torch sampler then serves the rest of the run, and the table says so
+        checks["sampler_error"] = f"{type(err).__name__}: {err}"[:500]
+        gumbel.triton = None
+    shape = SHAPES["smollm2-135m" if device == "cuda" else "tiny"]
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    model = build_model(shape, dtype, device)
+    tok = BenchTokenizer(shape.vocab)
+    dec = StaticKVDecoder(model, fp32_head=True)
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, tok.ordinary, (4, 32), generator=gen).to(dev)
+    attn = torch.ones_like(ids)
+    attn[0, :10] = 0
+    cache = dec.new_cache(4, 64)
+    with torch.no_grad():
+        hidden, pos = dec.prefill(cache, ids, attn)
+        errors = []
+        for step in range(8):
+            positions = (attn.cumsum(-1) - 1).clamp(min=0)
+            ref = model(input_ids=ids, attention_mask=attn, position_ids=positions).logits[:, -1].float()
+            mine = dec.logits(hidden)
+            errors.append(float((mine - ref).norm() / ref.norm()))
+            token = torch.randint(0, tok.ordinary, (4,), generator=gen).to(dev)
+            ids, attn = torch.cat([ids, token[:, None]], 1), torch.cat([attn, torch.ones_like(token[:, None])], 1)
+            hidden = dec.decode(cache, token, pos, torch.tensor([32 + step], device=dev), 64)
+            pos = pos + 1
+    checks["decoder_vs_hf_rel_err_max"] = max(errors)
+    rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
+                       interrupt_ids=tok.interrupt_ids, max_answer=8, interruption=True)
+    prompts = [ids[i, 10 if i == 0 else 0:32].tolist() for i in range(4)] * 3
+    budgets = torch.tensor([40, 70, 20, 100] * 3)
+    results = []
+    for graphs in (True, False):
+        engine = GraphDecoder(model, rules, True, 1.0, max_budget=100, graphs=graphs)
+        results.append(engine.generate(prompts, budgets, 1234, 0, None, tok.decode)[0])
+    checks["graph_equals_eager"] = all(a.tokens == b.tokens for a, b in zip(*results))
+    checks["graph_vs_eager_logp_max_diff"] = max(max((abs(x - y) for x, y in zip(a.gen_logp, b.gen_logp)), default=0)
+                                                 for a, b in zip(*results))
+    phrase = tok.interrupt_ids
+    checks["phases_ok"] = all((c.tokens[-1] == tok.eos_id or c.truncated) and len(c.tokens) <= b + len(phrase) + 8
+                              and (not c.interrupted or c.tokens[c.think_tokens:c.think_tokens + len(phrase)] == phrase)
+                              for c, b in zip(results[0], budgets.tolist()))
+    out["checks"] = checks
+    del model, dec, cache
+
+
+# -- report ------------------------------------------------------------------------------------------------
+def fmt(value, spec: str = ".3g") -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "n/a"
+    return format(value, spec)
+
+
+def table(out: dict) -> str:
+    lines = [f"card: {out.get('card', out.get('env', {}).get('card', 'cpu'))}; torch {out['env']['torch']}, "
+             f"transformers {out['env']['transformers']}"]
+    env = out["env"]
+    if "copy_bw" in env:
+        lines.append(f"measured: copy {env['copy_bw'] / 1e12:.2f} TB/s (read+write), bf16 matmul "
+                     f"{env['bf16_matmul_flops'] / 1e12:.0f} TFLOP/s; bounds use datasheet peaks {PEAKS}")
+    if "checks" in out:
+        lines.append("checks: " + ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}" for k, v in out["checks"].items()))
+    models = out.get("models", {})
+    if models:
+        lines += ["", "| metric | " + " | ".join(f"{m} {h}" for m in models for h in models[m]) + " |",
+                  "|---|" + "---|" * sum(len(v) for v in models.values())]
+        rows = [("generation tokens/s", "gen_tok_s", ".4g"), ("decode s (512 steps)", "decode_seconds", ".3g"),
+                ("decode / HBM bound (datasheet)", "hbm_fraction", ".1%"),
+                ("decode / HBM bound (measured copy BW)", "hbm_fraction_measured_bw", ".1%"),
+                ("training tokens/s", "train_tok_s", ".4g"), ("training MFU (6PT / bf16 peak)", "mfu", ".1%"),
+                ("RL step s (end to end)", "rl_step_seconds", ".3g"), ("peak GPU memory GiB", "max_memory_gib", ".3g")]
+        for label, key, spec in rows:
+            cells = [fmt(models[m][h].get(key), spec) for m in models for h in models[m]]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        for name in ("graphs_no_compile", "eager_steps"):
+            cells = [fmt(models[m][h].get("ablation_gen_tok_s", {}).get(name), ".4g") for m in models for h in models[m]]
+            lines.append(f"| generation tokens/s, {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
+    trl = out.get("trl", {})
+    if trl:
+        lines += ["", "| TRL GRPOTrainer (bf16 autocast) | generation tokens/s | RL step s | rlscale bf16-head RL step s "
+                  "| speedup (TRL s / rlscale s) |", "|---|---|---|---|---|"]
+        for m, rec in trl.items():
+            if "error" in rec:
+                lines.append(f"| {m} | failed: {rec['error'][-300:]!r} | | | |")
+                continue
+            ours = models.get(m, {}).get("bf16_head", {}).get("rl_step_seconds")
+            ratio = rec["rl_step_seconds"] / ours if ours else None
+            lines.append(f"| {m} (trl {rec['version']}) | {fmt(rec['gen_tok_s'], '.4g')} | "
+                         f"{fmt(rec['rl_step_seconds'])} | {fmt(ours)} | {fmt(ratio, '.1f')}x |")
+    pipe = out.get("pipeline", {})
+    if pipe:
+        lines += ["", "| PipelineRL-8 vs synchronous | sync samples/s | pipeline samples/s | ratio | mean lag |",
+                  "|---|---|---|---|---|"]
+        for name, rec in pipe.items():
+            lines.append(f"| {name} | {fmt(rec['ppo']['samples_per_s'], '.4g')} | "
+                         f"{fmt(rec['pipeline']['samples_per_s'], '.4g')} | {fmt(rec['ratio'], '.2f')}x | "
+                         f"{fmt(rec['pipeline']['mean_lag'], '.2f')} |")
+    return "\n".join(lines)
+
+
+def save(out: dict, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "gpu_bench.json").write_text(json.dumps(out, indent=1, default=str))
+    (out_dir / "gpu_bench.md").write_text(table(out) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--tiny", action="store_true", help="tiny shape and batch (CPU smoke run)")
+    ap.add_argument("--sections", default="env,checks,models,trl,pipeline")
+    ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
+    ap.add_argument("--pipeline-model", default="smollm2-135m")
+    ap.add_argument("--pipeline-steps", type=int, default=16)
+    ap.add_argument("--trl-timeout", type=float, default=240)
+    ap.add_argument("--trl-worker")
+    ap.add_argument("--trl-result", type=Path)
+    args = ap.parse_args()
+    work = CPU_WORK if args.tiny else GPU_WORK
+    work_flag = ["--tiny"] if args.tiny else []
+    if args.trl_worker:
+        trl_worker(args.trl_worker, work, args.device, args.trl_result)
+        return
+    models = ["tiny"] if args.tiny else args.models.split(",")
+    sections = args.sections.split(",")
+    out: dict = {"workload": work.__dict__}
+    measure_env(args.device, out)
+    save(out, args.out)
+    for section in sections:
+        start = time.perf_counter()
+        if section == "checks":
+            run_checks(args.device, out)
+        elif section == "models":
+            for m in models:
+                for fp32_head in (False, True):
+                    measure_variant(m, fp32_head, work, args.device, out, ablation=not fp32_head)
+                    save(out, args.out)
+        elif section == "trl":
+            for m in models:
+                measure_trl(m, work_flag, args.device, out, args.trl_timeout)
+                save(out, args.out)
+        elif section == "pipeline":
+            measure_pipeline("tiny" if args.tiny else args.pipeline_model, work, args.device, args.pipeline_steps, out)
+        out.setdefault("section_seconds", {})[section] = time.perf_counter() - start
+        save(out, args.out)
+        print(f"[{section} done in {time.perf_counter() - start:.0f} s]", flush=True)
+    print(table(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,344 @@
+"""The DeepSpeed learner (``engine.learner=deepspeed``): data-parallel ZeRO stage 2 or 3
+(``engine.zero_stage``) with the same update as ``TorchLearner``: AdamW with linear warm-up then a
+constant lr (Section 2: lr 5e-7, eps 1e-15, weight decay 0.01, 100 warm-up steps; scaled by config),
+gradient clipping, the FP32 LM head of Section 3.2 (``precision.lm_head_fp32``, through ``head_logits``)
+and gradient accumulation with the batch's global aggregation weights (Section 3.2: the prompt/sample/
+token average is over the whole batch, so it must not change with the number of micro-batches or ranks).
+
+Precision: on GPU a ``model.dtype=bfloat16`` policy trains in bf16 with fp32 master weights kept by the
+ZeRO optimizer; otherwise (and always on CPU, where the process group is gloo) everything is fp32.
+
+Loss scaling. The caller's ``weights`` [N, L-1] already divide by the whole batch's denominators, so the
+batch loss is sum(W * per_token) over all rows. Each rank takes a contiguous shard of the rows and
+backpropagates its part of that sum, micro-batch by micro-batch (``batch.micro_batch`` sequences per rank
+and pass; 0 = the whole shard). DeepSpeed *averages* gradients over the data-parallel ranks, so each
+rank's loss is multiplied by the world size: the reduced gradient is then exactly the gradient of the
+full-batch loss, as in ``TorchLearner``. DeepSpeed's own 1/gradient_accumulation_steps scaling is off
+(one configured accumulation step; the boundary is set by hand on the last pass). ZeRO's collectives run
+in every forward/backward, so every rank makes the same number of passes: a rank with fewer rows makes
+weight-0 "ballast" passes.
+
+Launch (torchrun, the ``deepspeed`` launcher, or one torchrun per node under ``srun``): every rank runs
+``rlscale run ...`` with the same config. Rank 0 runs the whole loop (generation, evaluation, metrics,
+checkpoints); ranks > 0 build only the same policy and learner and call ``follow()``, which mirrors rank
+0's learner calls (step, state_dict, load_state_dict) until rank 0 calls ``close()``. Rank 0 ships each
+batch to the followers, so generation, the curriculum and the run directory stay on rank 0 alone. A
+single process without a launcher gets a one-rank process group. Rank 0's checkpoint holds every rank's
+optimizer shard, so a resume needs the same world size and ZeRO stage.
+
+ZeRO-3 partitions the trained module's parameters, so on rank 0 it trains a copy and writes the
+gathered weights back into the policy the generator samples from after every update (the paper's
+trainers also push their weights to separate generators, Section 3.1).
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import Enum
+from typing import Any, List, Optional, Tuple
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from rlscale.config.schema import RunConfig
+from rlscale.engines.policy import token_logprobs
+from rlscale.engines.torch_learner import StepResult, build_optimizer
+from rlscale.rl import LossInputs, LossSpec, policy_loss
+from rlscale.train.batch import TrainBatch
+
+log = logging.getLogger("rlscale.deepspeed")
+
+ZERO_STAGES = (2, 3)
+# Followers wait on rank 0 while it generates, evaluates and checkpoints; the wait is on a gloo group
+# (no GPU watchdog) with a timeout longer than any generation phase.
+FOLLOWER_TIMEOUT = timedelta(hours=24)
+
+
+class Command(str, Enum):
+    """What rank 0 asks the followers to do with it."""
+
+    STEP = "step"
+    SAVE = "save"
+    LOAD = "load"
+    STOP = "stop"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """This process's place in the data-parallel group."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def leader(self) -> bool:
+        return self.rank == 0
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """Rows of the batch for one forward/backward pass; ``ballast`` passes carry weight 0 and only keep
+    the ranks' collective calls in step."""
+
+    rows: torch.Tensor
+    ballast: bool = False
+
+
+def follower_rank() -> bool:
+    """True on ranks > 0 of a multi-process launch (torchrun and the deepspeed launcher set RANK)."""
+    return int(os.environ.get("RANK", "0")) > 0
+
+
+def plan_micro_batches(num_rows: int, world_size: int, rank: int, micro_batch: int) -> List[MicroBatch]:
+    """This rank's passes: its contiguous shard of the rows in chunks of ``micro_batch`` (0 = one chunk),
+    padded with ballast passes to the largest shard's number of chunks."""
+    shards = torch.arange(num_rows).tensor_split(world_size)
+    largest = max(len(s) for s in shards)
+    size = micro_batch if micro_batch > 0 else max(1, largest)
+    mine = shards[rank]
+    passes = [MicroBatch(mine[i:i + size]) for i in range(0, len(mine), size)]
+    ballast = MicroBatch(torch.zeros(1, dtype=torch.long), ballast=True)
+    return passes + [ballast] * (max(1, math.ceil(largest / size)) - len(passes))
+
+
+class PolicyLogprobs(nn.Module):
+    """The module DeepSpeed wraps: per-token log-probs and entropies of the policy with the LM head in
+    the configured precision (Section 3.2). ``head_logits`` reads the head weight directly rather than
+    calling the lm_head module, so under ZeRO-3 the weight is registered as an external parameter of this
+    module and gathered for its forward and backward."""
+
+    def __init__(self, policy: nn.Module, fp32_head: bool, temperature: float):
+        super().__init__()
+        self.policy = policy
+        self.fp32_head = fp32_head
+        self.temperature = temperature
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                with_entropy: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        out = token_logprobs(self.policy, input_ids, attention_mask, self.fp32_head, self.temperature,
+                             with_entropy=with_entropy)
+        return out.logp, out.entropy
+
+
+def _init_process_group(cuda: bool) -> Topology:
+    """The default process group from the launcher's environment (env://), or a one-rank group on an
+    in-memory store for a plain single process; nccl on GPU, gloo on CPU."""
+    backend = "nccl" if cuda else "gloo"
+    if int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "RANK" not in os.environ:
+        raise RuntimeError("engine.learner=deepspeed under srun with several tasks: start one torchrun per node "
+                           "(srun --ntasks-per-node 1 torchrun ...), which gives each rank its RANK")
+    if not dist.is_initialized():
+        if "MASTER_ADDR" in os.environ and "WORLD_SIZE" in os.environ:
+            dist.init_process_group(backend)
+        else:
+            os.environ.setdefault("LOCAL_RANK", "0")  # what DeepSpeed's sanity check reads
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if cuda:
+        torch.cuda.set_device(local_rank)
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    return Topology(dist.get_rank(), dist.get_world_size(), device)
+
+
+def _to_cpu(obj: Any) -> Any:
+    """Tensors of a (nested) optimizer state moved to CPU, so another rank can unpickle them."""
+    if torch.is_tensor(obj):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return obj
+
+
+def deepspeed_config(cfg: RunConfig, world_size: int, bf16: bool) -> dict:
+    """One accumulation step per DeepSpeed step (the learner accumulates itself); the client AdamW is
+    used as is (``zero_allow_untested_optimizer``), with ZeRO's global-norm clipping."""
+    return {
+        "train_micro_batch_size_per_gpu": 1,
+        "gradient_accumulation_steps": 1,
+        "train_batch_size": world_size,
+        "gradient_clipping": cfg.optim.grad_clip,
+        "zero_optimization": {"stage": cfg.engine.zero_stage},
+        "bf16": {"enabled": bf16},
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": 2 ** 62,
+    }
+
+
+class DeepSpeedLearner:
+    """``TorchLearner``'s interface (``step``, ``scheduler``, ``state_dict``/``load_state_dict``) over a
+    DeepSpeed ZeRO engine, plus ``follow`` (ranks > 0) and ``close`` (rank 0 releases the followers)."""
+
+    def __init__(self, cfg: RunConfig, model: nn.Module, loss_spec: LossSpec, ref_model: Optional[nn.Module] = None):
+        import deepspeed
+
+        if cfg.engine.zero_stage not in ZERO_STAGES:
+            raise ValueError(f"engine.zero_stage={cfg.engine.zero_stage}: expected one of {ZERO_STAGES}")
+        if cfg.model.dtype == "float16":
+            raise ValueError("engine.learner=deepspeed: model.dtype=float16 needs loss scaling; use bfloat16")
+        logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
+        cuda = next(model.parameters()).device.type == "cuda"
+        self.topo = _init_process_group(cuda)
+        self.commands = dist.new_group(backend="gloo", timeout=FOLLOWER_TIMEOUT)
+        bf16 = cuda and cfg.model.dtype == "bfloat16"
+        if not cuda:
+            log.info("DeepSpeed learner on CPU: training in fp32 (gloo)")
+        dtype = torch.bfloat16 if bf16 else torch.float32
+        self.loss_spec = loss_spec
+        self.micro_batch = cfg.batch.micro_batch
+        zero3 = cfg.engine.zero_stage == 3
+        # ZeRO-3 partitions what it trains: rank 0 keeps ``model`` whole for its generator
+        self.generator_model = model.to(self.topo.device, dtype) if zero3 and self.topo.leader else None
+        trained = copy.deepcopy(model) if self.generator_model is not None else model
+        self.module = PolicyLogprobs(trained.to(self.topo.device, dtype), cfg.precision.lm_head_fp32,
+                                     cfg.generation.temperature)
+        if zero3:
+            deepspeed.zero.register_external_parameter(self.module, trained.get_output_embeddings().weight)
+        self.ref_model = ref_model.to(self.topo.device, dtype).eval() if ref_model is not None else None
+        optimizer, self.scheduler = build_optimizer(self.module, cfg.optim)
+        self.engine, _, _, _ = deepspeed.initialize(model=self.module, optimizer=optimizer,
+                                                    lr_scheduler=self.scheduler,
+                                                    config=deepspeed_config(cfg, self.topo.world_size, bf16))
+        self.engine.eval()
+        self.closed = False
+
+    # -- rank 0's calls, mirrored by the followers ---------------------------------------------------
+    def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
+        """One optimizer update on ``batch`` with global ``weights`` [N, L-1] (loss = sum W * per_token)."""
+        self._announce(Command.STEP, (batch, advantages, weights))
+        return self._step(batch, advantages, weights)
+
+    def state_dict(self) -> dict:
+        """The scheduler and every rank's ZeRO optimizer shard (fp32 master weights and AdamW moments);
+        the model's weights are saved by the caller from ``model``."""
+        self._announce(Command.SAVE, None)
+        return self._state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore ``state_dict()``'s output; the world size and ZeRO stage must be those it was saved with."""
+        saved = (state["world_size"], state["zero_stage"])
+        current = (self.topo.world_size, self.engine.zero_optimization_stage())
+        if saved != current:
+            raise ValueError(f"checkpoint of a DeepSpeed learner with (world size, ZeRO stage) {saved}; this run "
+                             f"has {current}")
+        self._announce(Command.LOAD, state["scheduler"])
+        self._load(state["scheduler"], state["optimizer_shards"])
+
+    def close(self) -> None:
+        """Release the followers (rank 0; called once the run is over, however it ended)."""
+        if self.topo.leader and not self.closed:
+            self._announce(Command.STOP, None)
+        self.closed = True
+
+    def follow(self) -> None:
+        """Ranks > 0: carry out rank 0's learner calls until it closes the learner."""
+        while True:
+            message: List[Any] = [None, None]
+            dist.broadcast_object_list(message, src=0, group=self.commands)
+            command, payload = Command(message[0]), message[1]
+            if command is Command.STOP:
+                self.closed = True
+                return
+            if command is Command.STEP:
+                self._step(*payload)
+            elif command is Command.SAVE:
+                self._state_dict()
+            else:
+                self._load(payload, None)
+
+    # -- what every rank does --------------------------------------------------------------------------
+    def _announce(self, command: Command, payload: Any) -> None:
+        if self.topo.world_size > 1:
+            dist.broadcast_object_list([command.value, payload], src=0, group=self.commands)
+
+    def _on_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.to(self.topo.device)
+
+    @torch.no_grad()
+    def _scored(self, part: TrainBatch, reference: bool) -> torch.Tensor:
+        """Log-probs of ``part`` under the current weights (the TIS proximal policy) or the reference."""
+        ids, mask = self._on_device(part.input_ids), self._on_device(part.attention_mask)
+        if reference:
+            return token_logprobs(self.ref_model, ids, mask, self.module.fp32_head, self.module.temperature).logp
+        return self.engine(ids, mask)[0]
+
+    def _step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
+        tokens_in_loss = float(batch.mask.sum())
+        trained_tokens = int(batch.attention_mask.sum())
+        with_kl = self.ref_model is not None
+        if tokens_in_loss == 0:  # every prompt filtered out: no update, as in TorchLearner
+            self.scheduler.step()
+            return StepResult(loss=0.0, grad_norm=0.0, clip_fraction=0.0, ratio_mean=0.0, entropy=0.0,
+                              kl=0.0 if with_kl else None, trained_tokens=trained_tokens)
+        self.engine.train()
+        plan = plan_micro_batches(batch.num_sequences, self.topo.world_size, self.topo.rank, self.micro_batch)
+        # summed over ranks: loss, clip fraction, ratio mean, entropy, kl (token-share weighted)
+        totals = torch.zeros(5, dtype=torch.float64)
+        for i, mb in enumerate(plan):
+            part = batch.rows(mb.rows)
+            prox = self._scored(part, reference=False) if self.loss_spec.tis_cap is not None else None
+            ref = self._scored(part, reference=True) if self.ref_model is not None else None
+            self.engine.set_gradient_accumulation_boundary(i == len(plan) - 1)
+            logp, entropy = self.engine(self._on_device(part.input_ids), self._on_device(part.attention_mask),
+                                        with_entropy=True)
+            mask = self._on_device(part.mask)
+            out = policy_loss(LossInputs(logp=logp, gen_logp=self._on_device(part.gen_logp),
+                                         advantages=self._on_device(advantages[mb.rows]), mask=mask,
+                                         prox_logp=prox, ref_logp=ref), self.loss_spec)
+            loss = (self._on_device(weights[mb.rows]) * out.per_token).sum() * (0.0 if mb.ballast else 1.0)
+            self.engine.backward(loss * self.topo.world_size)  # DeepSpeed averages gradients over ranks
+            if mb.ballast:
+                continue
+            share = float(part.mask.sum()) / tokens_in_loss
+            totals += torch.tensor([loss.item(), float(out.clip_fraction) * share, float(out.ratio_mean) * share,
+                                    float((entropy * mask).sum()) / tokens_in_loss,
+                                    float(out.kl) * share if out.kl is not None else 0.0], dtype=torch.float64)
+        self.engine.step()
+        dist.all_reduce(totals, group=self.commands)
+        self.engine.eval()
+        self._publish()
+        loss, clip, ratio, entropy, kl = totals.tolist()
+        return StepResult(loss=loss, grad_norm=float(self.engine.get_global_grad_norm()), clip_fraction=clip,
+                          ratio_mean=ratio, entropy=entropy, kl=kl if with_kl else None,
+                          trained_tokens=trained_tokens)
+
+    def _publish(self) -> None:
+        """ZeRO-3: gather the updated weights, one parameter at a time, into rank 0's generator policy."""
+        if self.engine.zero_optimization_stage() != 3:
+            return
+        import deepspeed
+
+        targets = list(self.generator_model.parameters()) if self.generator_model is not None else None
+        for i, param in enumerate(self.module.policy.parameters()):
+            with deepspeed.zero.GatheredParameters([param]):
+                if targets is not None:
+                    targets[i].data.copy_(param.data)
+
+    def _state_dict(self) -> Optional[dict]:
+        shard = _to_cpu(self.engine.optimizer.state_dict())
+        shards = [None] * self.topo.world_size if self.topo.leader else None
+        dist.gather_object(shard, shards, dst=0, group=self.commands)
+        if not self.topo.leader:
+            return None
+        return {"world_size": self.topo.world_size, "zero_stage": self.engine.zero_optimization_stage(),
+                "optimizer_shards": shards, "scheduler": self.scheduler.state_dict()}
+
+    def _load(self, scheduler_state: dict, shards: Optional[List[dict]]) -> None:
+        """Each rank loads its own shard; ZeRO reads only its rank's entry of the list when the world size is
+        unchanged. Stages 1-2 keep the module's weights outside the shards: rank 0's (just restored by the
+        caller) are broadcast."""
+        mine: List[Any] = [None]
+        dist.scatter_object_list(mine, shards, src=0, group=self.commands)
+        entries = [mine[0] if r == self.topo.rank else None for r in range(self.topo.world_size)]
+        self.engine.optimizer.load_state_dict(entries, load_from_fp32_weights=True)
+        self.scheduler.load_state_dict(scheduler_state)
+        if self.engine.zero_optimization_stage() < 3:
+            for param in self.module.parameters():
+                dist.broadcast(param.data, src=0)

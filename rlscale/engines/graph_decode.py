@@ -1,0 +1,159 @@
+"""The GPU path of the torch generator: static KV cache, fused sampling, one CUDA graph per decode step.
+
+vLLM (the paper's generator, Section 2) cannot be carried to the lent GPUs, so the native generator must
+be fast there. One decode step is: LM head (FP32 or bf16, Section 3.2) -> Gumbel-max draw and
+logsumexp (``rlscale.engines.gumbel``) -> interruption forcing and phase bookkeeping
+(``rlscale.engines.phases``) -> the generator's log-probability of the chosen token -> forward of that
+token through ``StaticKVDecoder`` into the cache. Everything reads and writes fixed buffers and the
+step counter is a device tensor, so the whole step is captured once as a CUDA graph and replayed: the
+host does one replay per token plus a done-check every ``CHECK_EVERY`` steps.
+
+Shapes are bucketed so few graphs serve every batch: rows round up (``batch_bucket``; extra rows start
+ended), the cache holds ``slots`` positions (prompt width + step budget, rounded up to ``KV_BLOCK``),
+and one graph is captured per attended length kv_len = KV_BLOCK, 2 KV_BLOCK, ..., slots: step t of a
+prompt of width W replays the graph of the smallest kv_len > W + t, so attention reads at most
+KV_BLOCK - 1 unused slots. Sessions (buffers + graphs) are kept for the last ``SESSIONS`` shapes
+(training and evaluation batches alternate).
+
+PipelineRL's in-flight updates (Section 3.1) copy new weights into the model in place; the session
+then re-fuses its weight copies (``StaticKVDecoder.refresh``, also in place), so the captured graphs
+stay valid and the sequences in flight continue with their KV cache.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from rlscale.engines.gumbel import gumbel_sample
+from rlscale.engines.phases import Completion, PhaseRules, TracePhases, left_pad
+from rlscale.engines.static_decoder import StaticKVDecoder
+
+KV_BLOCK = 64
+CHECK_EVERY = 8
+SESSIONS = 2
+
+
+def batch_bucket(rows: int) -> int:
+    """Rows of the session serving ``rows`` prompts: a power of two up to 64, then a multiple of 64."""
+    if rows <= 64:
+        return max(8, 1 << (rows - 1).bit_length())
+    return -(-rows // 64) * 64
+
+
+class DecodeSession:
+    """Buffers (cache, phases, step inputs) and the captured step graphs of one (rows, slots) shape."""
+
+    def __init__(self, decoder: StaticKVDecoder, rules: PhaseRules, rows: int, slots: int, steps: int,
+                 temperature: float, graphs: bool):
+        self.decoder = decoder
+        self.rows, self.slots = rows, slots
+        self.inv_temp = 1.0 / temperature
+        dev = decoder.device
+        self.cache = decoder.new_cache(rows, slots)
+        self.phases = TracePhases(rules, rows, steps, dev)
+        self.hidden = torch.zeros((rows, decoder.model.config.hidden_size), dtype=decoder.dtype, device=dev)
+        self.pos = torch.zeros(rows, dtype=torch.long, device=dev)
+        self.start = torch.zeros(1, dtype=torch.long, device=dev)  # slot of step 0 = prompt width
+        self.seed = torch.zeros(1, dtype=torch.long, device=dev)
+        decoder.rope_table(slots)
+        self.graphs: Dict[int, torch.cuda.CUDAGraph] = {}
+        if graphs:
+            self._capture()
+
+    def step(self, kv_len: int) -> None:
+        """One decode step (see the module docstring), in place on the session's buffers."""
+        ph = self.phases
+        logits = self.decoder.logits(self.hidden)
+        draw, lse = gumbel_sample(logits, self.inv_temp, self.seed + ph.step)
+        token, forcing = ph.choose(draw)
+        logp = logits.gather(1, token.unsqueeze(1)).squeeze(1) * self.inv_temp - lse
+        slot = self.start + ph.step
+        ph.advance(token, logp, forcing)
+        self.hidden.copy_(self.decoder.decode(self.cache, token, self.pos, slot, kv_len))
+        self.pos += 1
+
+    def _capture(self) -> None:
+        """One graph per attended length; the warm-up runs (and the captures) scribble on the buffers,
+        which every ``run`` resets."""
+        pool = torch.cuda.graph_pool_handle()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        for kv_len in range(KV_BLOCK, self.slots + 1, KV_BLOCK):
+            self.phases.step.zero_()
+            with torch.cuda.stream(side):
+                self.step(kv_len)
+            torch.cuda.current_stream().wait_stream(side)
+            self.phases.step.zero_()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                self.step(kv_len)
+            self.graphs[kv_len] = graph
+        torch.cuda.synchronize()
+
+    @torch.no_grad()
+    def run(self, prompts: Sequence[List[int]], budgets: torch.Tensor, seed: int, steps: int,
+            version: int, version_hook: Optional[Callable[[], int]]) -> tuple[List[int], int]:
+        """Sample up to ``steps`` tokens for ``prompts``; returns (version of every step, prompt width)."""
+        ph, dec = self.phases, self.decoder
+        dec.refresh()
+        ids, attn = left_pad(prompts, self.rows, ph.rules.pad_id, dec.device)
+        width = ids.shape[1]
+        ph.reset(budgets.to(dec.device), len(prompts))
+        hidden, next_pos = dec.prefill(self.cache, ids, attn)
+        self.hidden.copy_(hidden)
+        self.pos.copy_(next_pos)
+        self.start.fill_(width)
+        self.seed.fill_(seed)
+        versions = []
+        for t in range(steps):
+            if version_hook is not None:
+                new = version_hook()
+                if new != version:
+                    dec.refresh()
+                version = new
+            versions.append(version)
+            kv_len = -(-(width + t + 1) // KV_BLOCK) * KV_BLOCK
+            graph = self.graphs.get(kv_len)
+            if graph is not None:
+                graph.replay()
+            else:
+                self.step(kv_len)
+            if (t + 1) % CHECK_EVERY == 0 and ph.all_done():
+                break
+        return versions, width
+
+
+class GraphDecoder:
+    """The torch generator's GPU engine: ``generate`` samples a batch through a cached ``DecodeSession``."""
+
+    def __init__(self, model, rules: PhaseRules, fp32_head: bool, temperature: float, max_budget: int,
+                 graphs: bool = True, compiled: bool = True):
+        on_gpu = next(model.parameters()).is_cuda
+        self.decoder = StaticKVDecoder(model, fp32_head, compiled=compiled and on_gpu)
+        self.rules = rules
+        self.temperature = temperature
+        self.steps = rules.max_steps(max_budget)
+        self.graphs = graphs and on_gpu
+        self.sessions: "OrderedDict[tuple[int, int], DecodeSession]" = OrderedDict()
+
+    def session(self, rows: int, width: int) -> DecodeSession:
+        key = (batch_bucket(rows), -(-(width + self.steps) // KV_BLOCK) * KV_BLOCK)
+        if key in self.sessions:
+            self.sessions.move_to_end(key)
+        else:
+            while len(self.sessions) >= SESSIONS:
+                self.sessions.popitem(last=False)
+            self.sessions[key] = DecodeSession(self.decoder, self.rules, *key, self.steps, self.temperature,
+                                               self.graphs)
+        return self.sessions[key]
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[List[int]], budgets: torch.Tensor, seed: int, version: int,
+                 version_hook: Optional[Callable[[], int]], decode) -> tuple[List[Completion], int]:
+        """(completions, decode steps) for ``prompts`` with think ``budgets`` [n] and sampling ``seed``."""
+        session = self.session(len(prompts), max(len(p) for p in prompts))
+        steps = self.rules.max_steps(int(budgets.max()))
+        versions, _ = session.run(prompts, budgets, seed, steps, version, version_hook)
+        return session.phases.completions(prompts, versions, decode), session.phases.steps_taken()

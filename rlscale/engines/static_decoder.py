@@ -1,0 +1,244 @@
+"""A decode-only forward of Llama / Qwen2 / Qwen3-shaped transformers models over a preallocated KV cache.
+
+The generator of the paper is vLLM (Section 2); on the lent GPUs the native torch generator takes its
+place, and per decode step it must read little more than the weights and the live KV cache. HF's
+``DynamicCache`` grows its tensors (a copy per step) and rebuilds masks on the host; here the cache is
+allocated once per batch (``StaticKVCache``), the new key/value is written into slot ``slot`` with
+``index_copy_`` and attention reads the first ``kv_len`` slots, so every tensor has a fixed shape and
+address: a decode step can be captured in a CUDA graph (``rlscale.engines.graph_decode``).
+
+The weights are the HF model's own tensors (layer norms, output and down projections, embedding), plus
+copies made by ``refresh``: q/k/v fused into one matrix, gate/up into one (one GEMM instead of three or
+two per layer) and the LM head in the precision of Section 3.2 (FP32 head for ScaleRL, bf16 for the
+baseline), so the FP32 head costs no cast of the head weight per step. ``refresh`` must follow every
+change of the model's weights (PipelineRL's in-flight update copies them in place; the generator calls
+it when the version changes and at the start of every ``generate``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+import torch
+import torch.nn.functional as F
+
+SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
+
+
+def supports(model) -> bool:
+    """True for the causal LMs this decoder reproduces: Llama, Qwen2, Qwen3 (SiLU MLP, no sliding window,
+    rotary embeddings whose table does not depend on the sequence length)."""
+    cfg = getattr(model, "config", None)
+    if cfg is None or getattr(cfg, "model_type", None) not in SUPPORTED_TYPES:
+        return False
+    if getattr(cfg, "hidden_act", "silu") != "silu" or getattr(cfg, "use_sliding_window", False):
+        return False
+    rope_type = getattr(getattr(model.model, "rotary_emb", None), "rope_type", "default")
+    return "dynamic" not in str(rope_type)
+
+
+@dataclass
+class StaticKVCache:
+    """Keys and values [layers, batch, kv_heads, slots, head_dim] and the attendable slots [batch, slots]."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    mask: torch.Tensor
+
+    @property
+    def slots(self) -> int:
+        return self.keys.shape[3]
+
+
+@dataclass
+class _Layer:
+    ln1: torch.Tensor
+    ln2: torch.Tensor
+    qkv: torch.Tensor
+    qkv_bias: Optional[torch.Tensor]
+    o: torch.Tensor
+    o_bias: Optional[torch.Tensor]
+    q_norm: Optional[torch.Tensor]
+    k_norm: Optional[torch.Tensor]
+    gate_up: torch.Tensor
+    down: torch.Tensor
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """HF's Llama/Qwen RMSNorm: normalised in fp32, cast back, then scaled."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(x.dtype)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """HF's ``apply_rotary_pos_emb`` for one of q / k."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def attention_inputs(x: torch.Tensor, ln1: torch.Tensor, qkv_w: torch.Tensor, qkv_b: Optional[torch.Tensor],
+                     q_norm: Optional[torch.Tensor], k_norm: Optional[torch.Tensor], cos: torch.Tensor,
+                     sin: torch.Tensor, dims: tuple[int, int, int], eps: float):
+    """q [.., heads, D], k and v [.., kv_heads, D] of one layer's normalised input, q and k rotated;
+    ``dims`` = (heads, kv_heads, head_dim)."""
+    heads, kv_heads, head_dim = dims
+    qkv = F.linear(rms_norm(x, ln1, eps), qkv_w, qkv_b)
+    q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q, k, v = q.unflatten(-1, (heads, head_dim)), k.unflatten(-1, (kv_heads, head_dim)), v.unflatten(-1, (kv_heads, head_dim))
+    if q_norm is not None:
+        q, k = rms_norm(q, q_norm, eps), rms_norm(k, k_norm, eps)
+    cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
+    return rotate(q, cos, sin), rotate(k, cos, sin), v
+
+
+def layer_output(x: torch.Tensor, attn: torch.Tensor, o_w: torch.Tensor, o_b: Optional[torch.Tensor], ln2: torch.Tensor,
+                 gate_up: torch.Tensor, down: torch.Tensor, eps: float) -> torch.Tensor:
+    """The residual stream after one layer, from its input and its attention output (SiLU-gated MLP)."""
+    x = x + F.linear(attn, o_w, o_b)
+    gate, up = F.linear(rms_norm(x, ln2, eps), gate_up).chunk(2, dim=-1)
+    return x + F.linear(F.silu(gate) * up, down)
+
+
+class StaticKVDecoder:
+    """Prefill and single-token decode steps of ``model`` (see the module docstring)."""
+
+    def __init__(self, model, fp32_head: bool, compiled: bool = False):
+        cfg = model.config
+        self.model = model
+        self.fp32_head = fp32_head
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = getattr(cfg, "num_key_value_heads", None) or self.heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.eps = cfg.rms_norm_eps
+        self.embed = model.model.embed_tokens.weight
+        self.dtype = self.embed.dtype
+        self.device = self.embed.device
+        self.layers: List[_Layer] = []
+        for layer in model.model.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            projections = (attn.q_proj, attn.k_proj, attn.v_proj)
+            biased = attn.q_proj.bias is not None
+            self.layers.append(_Layer(
+                ln1=layer.input_layernorm.weight, ln2=layer.post_attention_layernorm.weight,
+                qkv=torch.cat([p.weight for p in projections]).detach(),
+                qkv_bias=torch.cat([p.bias for p in projections]).detach() if biased else None,
+                o=attn.o_proj.weight, o_bias=attn.o_proj.bias,
+                q_norm=attn.q_norm.weight if hasattr(attn, "q_norm") else None,
+                k_norm=attn.k_norm.weight if hasattr(attn, "k_norm") else None,
+                gate_up=torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach(), down=mlp.down_proj.weight))
+        self.norm = model.model.norm.weight
+        head_dtype = torch.float32 if fp32_head else torch.bfloat16
+        head = model.get_output_embeddings().weight
+        self.head = head if head.dtype == head_dtype else head.detach().to(head_dtype)
+        self._cos = self._sin = torch.empty(0)
+        # decode steps: the per-layer elementwise work (norms, rotary, SiLU gate, residuals) fused by
+        # torch.compile around cuBLAS GEMMs; shapes are static (one compile per batch bucket)
+        self.dims = (self.heads, self.kv_heads, self.head_dim)
+        compile_ = (lambda fn: torch.compile(fn, dynamic=False, fullgraph=True)) if compiled else (lambda fn: fn)
+        self.step_inputs, self.step_output = compile_(attention_inputs), compile_(layer_output)
+
+    @torch.no_grad()
+    def refresh(self) -> None:
+        """Copy the model's current weights into the fused and re-typed copies (in place: captured graphs
+        keep reading the same addresses)."""
+        for mine, layer in zip(self.layers, self.model.model.layers):
+            attn, mlp = layer.self_attn, layer.mlp
+            torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight], out=mine.qkv)
+            if mine.qkv_bias is not None:
+                torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias], out=mine.qkv_bias)
+            torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight], out=mine.gate_up)
+        head = self.model.get_output_embeddings().weight
+        if self.head is not head:
+            self.head.copy_(head)
+
+    # -- buffers ---------------------------------------------------------------------------------
+    def new_cache(self, batch: int, slots: int) -> StaticKVCache:
+        shape = (len(self.layers), batch, self.kv_heads, slots, self.head_dim)
+        return StaticKVCache(torch.zeros(shape, dtype=self.dtype, device=self.device),
+                             torch.zeros(shape, dtype=self.dtype, device=self.device),
+                             torch.zeros((batch, slots), dtype=torch.bool, device=self.device))
+
+    @torch.no_grad()
+    def rope_table(self, positions: int) -> None:
+        """cos / sin of the rotary embedding for positions 0..positions-1 (HF's own ``rotary_emb``)."""
+        if self._cos.shape[0] >= positions:
+            return
+        ids = torch.arange(positions, device=self.device).unsqueeze(0)
+        probe = torch.empty(1, dtype=self.dtype, device=self.device)
+        cos, sin = self.model.model.rotary_emb(probe, ids)
+        self._cos, self._sin = cos[0], sin[0]
+
+    @torch.no_grad()
+    def prefill(self, cache: StaticKVCache, ids: torch.Tensor, attn: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run the left-padded prompts ``ids`` [B, W] (``attn`` 1 on real tokens) into slots 0..W-1 of
+        ``cache``; returns (final hidden state of the last position [B, hidden], next position [B])."""
+        batch, width = ids.shape
+        positions = (attn.cumsum(-1) - 1).clamp(min=0)
+        self.rope_table(cache.slots)
+        cos, sin = self._cos[positions], self._sin[positions]
+        real = attn.bool()
+        causal = torch.ones(width, width, dtype=torch.bool, device=ids.device).tril()
+        # padding queries attend to themselves only, so no row is empty (no NaN reaches the cache)
+        allowed = (causal & real[:, None, :]) | torch.eye(width, dtype=torch.bool, device=ids.device)
+        allowed = allowed.unsqueeze(1)
+        cache.mask.zero_()
+        cache.mask[:, :width] = real
+        groups = self.heads // self.kv_heads
+        x = F.embedding(ids, self.embed)
+        for i, layer in enumerate(self.layers):
+            q, k, v = self._inputs(attention_inputs, layer, x, cos, sin)
+            k, v = k.transpose(1, 2), v.transpose(1, 2)
+            cache.keys[i, :, :, :width] = k
+            cache.values[i, :, :, :width] = v
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.repeat_interleave(groups, dim=1),
+                                                 v.repeat_interleave(groups, dim=1), attn_mask=allowed)
+            x = self._output(layer_output, layer, x, out.transpose(1, 2).flatten(2))
+        return rms_norm(x[:, -1], self.norm, self.eps), positions[:, -1] + 1
+
+    @torch.no_grad()
+    def decode(self, cache: StaticKVCache, token: torch.Tensor, pos: torch.Tensor, slot: torch.Tensor,
+               kv_len: int) -> torch.Tensor:
+        """One step: ``token`` [B] at positions ``pos`` [B] is written to slot ``slot`` ([1] tensor, on the
+        device) and attends to slots 0..kv_len-1 (``kv_len`` > slot); returns the final hidden state [B, hidden].
+        Every row attends to its new slot, so a finished row never attends to nothing."""
+        batch = token.shape[0]
+        cos, sin = self._cos[pos], self._sin[pos]
+        cache.mask.index_fill_(1, slot, True)
+        bias = torch.zeros((batch, 1, 1, kv_len), dtype=self.dtype, device=token.device)
+        bias.masked_fill_(~cache.mask[:, None, None, :kv_len], float("-inf"))
+        groups = self.heads // self.kv_heads
+        x = F.embedding(token, self.embed)
+        for i, layer in enumerate(self.layers):
+            q, k, v = self._inputs(self.step_inputs, layer, x, cos, sin)
+            keys, values = cache.keys[i], cache.values[i]
+            keys.index_copy_(2, slot, k.unsqueeze(2))
+            values.index_copy_(2, slot, v.unsqueeze(2))
+            # grouped-query attention without repeating the cache: the G query heads of one KV head
+            # form that head's query "sequence"
+            out = F.scaled_dot_product_attention(q.view(batch, self.kv_heads, groups, self.head_dim),
+                                                 keys[:, :, :kv_len], values[:, :, :kv_len], attn_mask=bias)
+            x = self._output(self.step_output, layer, x, out.reshape(batch, self.heads * self.head_dim))
+        return rms_norm(x, self.norm, self.eps)
+
+    def _inputs(self, fn, layer: _Layer, x, cos, sin):
+        return fn(x, layer.ln1, layer.qkv, layer.qkv_bias, layer.q_norm, layer.k_norm, cos, sin, self.dims, self.eps)
+
+    def _output(self, fn, layer: _Layer, x, attn):
+        return fn(x, attn, layer.o, layer.o_bias, layer.ln2, layer.gate_up, layer.down, self.eps)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """float32 logits [B, V], the head in the precision of ``rlscale.engines.policy.head_logits``."""
+        if self.fp32_head:
+            return F.linear(hidden.float(), self.head)
+        return F.linear(hidden.to(torch.bfloat16), self.head).float()
+
+    # -- accounting --------------------------------------------------------------------------------
+    def weight_bytes(self) -> int:
+        """Bytes of weights one decode step reads (the embedding rows it gathers are negligible)."""
+        tensors = [self.norm, self.head] + [t for layer in self.layers for t in vars(layer).values() if t is not None]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def kv_bytes_per_token(self) -> int:
+        return 2 * len(self.layers) * self.kv_heads * self.head_dim * self.embed.element_size()

@@ -1,0 +1,130 @@
+"""The vLLM generator backend (``engine.generator=vllm``, optional extra ``[vllm]``).
+
+Same contract as ``TorchGenerator.generate``: completions with the generator's log-prob of every
+sampled token (the denominator of rho, Section 3.2), the policy version that sampled each token
+(PipelineRL, Section 3.1), and length control by interruption or truncation (Section 3.2; see
+``rlscale.engines.vllm_trace``). The LM head runs in FP32 when ``precision.lm_head_fp32`` (ScaleRL),
+in bf16 otherwise (``rlscale.engines.vllm_engine``).
+
+Weights: the engine holds its own copy of ``model``'s. ``load_weights(state_dict, version)`` replaces
+it in place, without restarting the engine. The engine follows ``model`` as the torch generator does:
+whenever the version given to ``generate`` (PPO-off-policy and evaluation pass the step whose weights
+the learner's model holds) or returned by ``version_hook`` (called before every engine step; PipelineRL's
+generator processes refresh their replica of the policy in place there) differs from the engine's,
+``model``'s weights are pushed first. Traces in flight continue on the new weights with their KV cache
+as it is, as in PipelineRL's in-flight updates.
+
+Determinism: every trace gets its think budget and two sampling seeds (think and answer requests)
+from ``rng``; vLLM samples each seeded request with its own generator, independently of batching.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+import torch
+
+from rlscale.config.schema import RunConfig
+from rlscale.engines.tokens import PolicyTokenizer
+from rlscale.engines.torch_generator import Completion, GenerationStats
+from rlscale.engines.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
+from rlscale.engines.vllm_trace import EngineRequest, Trace, TraceRules
+
+SEED_BOUND = 2**31 - 1
+
+
+class VLLMGenerator:
+    """Samples completions of ``model``'s current policy with an in-process vLLM engine."""
+
+    def __init__(self, cfg: RunConfig, model, tok: PolicyTokenizer):
+        self.model = model
+        self.tok = tok
+        self.gen_cfg = cfg.generation
+        self.length_cfg = cfg.length
+        self.rules = TraceRules(eos_id=tok.eos_id, think_close_ids=list(tok.think_close_ids),
+                                interrupt_ids=list(tok.interrupt_ids), max_answer_tokens=cfg.generation.max_answer_tokens,
+                                interruption=cfg.length.name == "interruption")
+        self.stats = GenerationStats()
+        checkpoint = export_checkpoint(model)
+        self.llm = start_engine(checkpoint, engine_settings(model, cfg.precision.lm_head_fp32, cfg.seed))
+        shutil.rmtree(checkpoint)  # the engine holds the weights now; updates travel as tensors
+        self.version = 0
+        self._prefix_cache_stale = False
+        self._next_request = 0
+
+    # -- weights -------------------------------------------------------------------------------
+    def load_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        """Push policy ``version`` into the engine in place. The prefix cache (KV computed with the old
+        weights) is dropped now when the engine is idle, else before the next ``generate``: running
+        traces keep their KV, as in PipelineRL's in-flight updates."""
+        reload_weights(self.llm, state_dict)
+        self.version = version
+        self._prefix_cache_stale = True
+        if not self.llm.llm_engine.has_unfinished_requests():
+            self._reset_prefix_cache()
+
+    def _follow_model(self, version: int) -> None:
+        if version != self.version:
+            self.load_weights(self.model.state_dict(), version)
+
+    def _reset_prefix_cache(self) -> None:
+        self._prefix_cache_stale = not self.llm.reset_prefix_cache()
+
+    # -- sampling ------------------------------------------------------------------------------
+    def _traces(self, prompts: Sequence[List[int]], rng: torch.Generator) -> List[Trace]:
+        n = len(prompts)
+        if self.rules.interruption:
+            lo, hi = self.length_cfg.window
+            budgets = torch.randint(lo, hi + 1, (n,), generator=rng)
+        else:
+            budgets = torch.full((n,), self.gen_cfg.max_think_tokens, dtype=torch.long)
+        seeds = torch.randint(0, SEED_BOUND, (n, 2), generator=rng)
+        return [Trace(list(p), int(b), int(s[0]), int(s[1]), self.rules) for p, b, s in zip(prompts, budgets, seeds)]
+
+    def _submit(self, request: EngineRequest, index: int, owners: Dict[str, int]) -> None:
+        from vllm import SamplingParams, TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        params = SamplingParams(temperature=self.gen_cfg.temperature, max_tokens=request.max_tokens,
+                                stop_token_ids=request.stop_token_ids, seed=request.seed, logprobs=0,
+                                detokenize=False, output_kind=RequestOutputKind.DELTA)
+        request_id = str(self._next_request)
+        self._next_request += 1
+        owners[request_id] = index
+        self.llm.llm_engine.add_request(request_id, TokensPrompt(prompt_token_ids=request.token_ids), params)
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[List[int]], rng: torch.Generator, version: int = 0,
+                 version_hook: Optional[Callable[[], int]] = None) -> List[Completion]:
+        start = time.perf_counter()
+        self._follow_model(version)
+        if self._prefix_cache_stale:
+            self._reset_prefix_cache()
+        engine = self.llm.llm_engine
+        traces = self._traces(prompts, rng)
+        owners: Dict[str, int] = {}
+        for i, trace in enumerate(traces):
+            self._submit(trace.think_request(), i, owners)
+        current, steps = version, 0
+        while engine.has_unfinished_requests():
+            if version_hook is not None:
+                current = version_hook()
+                self._follow_model(current)
+            for out in engine.step():
+                i = owners[out.request_id]
+                sample = out.outputs[0]
+                logps = [entry[token].logprob for token, entry in zip(sample.token_ids, sample.logprobs)]
+                traces[i].extend(sample.token_ids, logps, current)
+                if out.finished:
+                    del owners[out.request_id]
+                    follow_up = traces[i].finish_request(current)
+                    if follow_up is not None:
+                        self._submit(follow_up, i, owners)
+            steps += 1
+        completions = [t.completion(self.tok.decode(t.tokens)) for t in traces]
+        self.stats.prompt_tokens += sum(len(p) for p in prompts)
+        self.stats.generated_tokens += sum(len(c.tokens) for c in completions)
+        self.stats.decode_steps += steps
+        self.stats.seconds += time.perf_counter() - start
+        return completions

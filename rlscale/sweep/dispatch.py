@@ -1,0 +1,118 @@
+"""Submit a sweep's runs through submitit and ask whether their jobs are still alive.
+
+- ``local``: submitit's local executor. The runs are dealt round-robin into as many lanes as there are
+  usable cores (``launcher.max_parallel`` to cap it); each lane is one local job that trains its runs in
+  turn with ``cores // lanes`` threads. Job id = the local controller's process id.
+- ``slurm``: one SLURM job array per distinct launcher config (usually one per sweep), one array task per
+  run, ``launcher.array_parallelism`` at a time, with the options of ``rlscale.sweep.sbatch``.
+Both jobs run ``RunJob``, which is checkpointable: a job signalled before its limit is requeued.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shlex
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Iterable, List, Sequence, Set
+
+import submitit
+from omegaconf import OmegaConf
+
+from rlscale.sweep.job import RunJob
+from rlscale.sweep.resolve import ResolvedRun
+from rlscale.sweep.sbatch import sbatch_options, setup_commands
+from rlscale.sweep.spec import SpecError
+
+SUBMITIT_DIR = ".submitit"
+SLURM_LIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+              "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT")
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path) -> Dict[str, str]:
+    """Submit ``runs``; return {run folder name: job id}."""
+    if not runs:
+        return {}
+    folder = Path(sweep_dir) / SUBMITIT_DIR / "%j"
+    return (_submit_local if launcher == "local" else _submit_slurm)(runs, folder)
+
+
+def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
+    return [shlex.join(words) for words in setup_commands(runs[0].cfg.launcher)]
+
+
+def _submit_local(runs: Sequence[ResolvedRun], folder: Path) -> Dict[str, str]:
+    launcher = runs[0].cfg.launcher
+    cores = usable_cores()
+    lanes = max(1, min(len(runs), launcher.max_parallel or cores))
+    executor = submitit.LocalExecutor(folder=folder)
+    jobs: Dict[str, str] = {}
+    for lane in range(lanes):
+        members = runs[lane::lanes]
+        executor.update_parameters(timeout_min=int(launcher.timeout_min) * len(members),
+                                   signal_delay_s=int(launcher.signal_delay_s), setup=_setup_lines(runs))
+        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=max(1, cores // lanes)))
+        jobs.update({r.run.name: str(job.job_id) for r in members})
+    return jobs
+
+
+def _submit_slurm(runs: Sequence[ResolvedRun], folder: Path) -> Dict[str, str]:
+    groups: Dict[str, List[ResolvedRun]] = defaultdict(list)
+    for run in runs:  # one array per distinct launcher config
+        groups[json.dumps(OmegaConf.to_container(run.cfg.launcher), sort_keys=True)].append(run)
+    jobs: Dict[str, str] = {}
+    for members in groups.values():
+        launcher = members[0].cfg.launcher
+        options = sbatch_options(launcher)
+        named = {k: options.pop(k) for k in ("time", "cpus_per_task", "mem", "partition", "account", "qos",
+                                              "gpus_per_node") if k in options}
+        executor = submitit.SlurmExecutor(folder=folder)
+        executor.update_parameters(job_name=f"rlscale-{members[0].cfg.sweep}", stderr_to_stdout=True,
+                                   array_parallelism=int(launcher.array_parallelism),
+                                   signal_delay_s=int(launcher.signal_delay_s), setup=_setup_lines(members),
+                                   additional_parameters=options, **named)
+        with executor.batch():
+            submitted = [executor.submit(RunJob(run_dirs=(r.run_dir,), threads=int(launcher.cpus_per_task)))
+                         for r in members]
+        jobs.update({r.run.name: str(job.job_id) for r, job in zip(members, submitted)})
+    return jobs
+
+
+def alive(launcher: str, job_ids: Iterable[str]) -> Set[str]:
+    """The subset of ``job_ids`` whose jobs are queued or running; ``SpecError`` when SLURM does not answer."""
+    ids = {str(j) for j in job_ids if j}
+    if not ids:
+        return set()
+    return _alive_local(ids) if launcher == "local" else _alive_slurm(ids)
+
+
+def _alive_local(ids: Set[str]) -> Set[str]:
+    live = set()
+    for pid in ids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[0] != "Z" and b"submitit" in cmdline:
+            live.add(pid)
+    return live
+
+
+def _alive_slurm(ids: Set[str]) -> Set[str]:
+    """Ask squeue (array tasks expanded) for this user's jobs."""
+    try:
+        out = subprocess.run(["squeue", "-h", "-r", "-u", getpass.getuser(), "-o", "%i %T"], capture_output=True,
+                             text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as err:
+        detail = getattr(err, "stderr", None) or err
+        raise SpecError(f"squeue: cannot tell whether jobs {', '.join(sorted(ids))} are alive: "
+                        f"{' '.join(str(detail).split())}") from None
+    states = dict(line.split(None, 1) for line in out.splitlines() if " " in line)
+    return {j for j in ids if states.get(j, "").strip() in SLURM_LIVE}

@@ -1,0 +1,68 @@
+"""The body of a sweep job: train (or resume) one or several run directories in turn.
+
+A SLURM array task holds one run; a local job holds one lane of runs (the local executor runs as many
+lanes as the machine has cores). The job is a ``submitit.helpers.Checkpointable``: when SLURM (or the
+local executor) signals the end of its time or a preemption, submitit calls ``checkpoint()``, which marks
+the current run preempted and resubmits this same job. A requeued job (submitit's, or ``scontrol
+requeue``) skips the runs that ended done or diverged and trains the others again: the trainer resumes
+each from its last checkpoint in the run directory. Failed runs are retried too, since a run killed on
+its way down (SIGTERM reaching its worker processes) may have recorded itself failed.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import submitit
+
+from rlscale.results import RunState, read_status, write_status
+
+FINISHED = (RunState.DONE.value, RunState.DIVERGED.value)
+
+
+@dataclass
+class RunJob(submitit.helpers.Checkpointable):
+    """Train ``run_dirs`` one after the other with ``threads`` CPU threads. A run that crashes is marked
+    failed and the job goes on with the next; the job raises at the end if any run failed."""
+
+    run_dirs: Tuple[Path, ...]
+    threads: int = 1
+    current: Optional[Path] = None
+
+    def __call__(self) -> Dict[str, str]:
+        _limit_threads(self.threads)
+        from rlscale.train.entry import train_run_dir
+
+        states: Dict[str, str] = {}
+        for run_dir in self.run_dirs:
+            state = read_status(run_dir)["state"]
+            if state not in FINISHED:  # done or diverged before a requeue of this job: keep the result
+                self.current = run_dir
+                try:
+                    state = train_run_dir(run_dir)
+                except Exception as err:  # one crashing run never stops the others
+                    state = RunState.FAILED.value
+                    write_status(run_dir, RunState.FAILED, f"{type(err).__name__}: {' '.join(str(err).split())}")
+            states[run_dir.name] = state
+        self.current = None
+        failed = sorted(name for name, state in states.items() if state == RunState.FAILED.value)
+        if failed:
+            raise RuntimeError(f"failed runs: {', '.join(failed)} (see their status.json)")
+        return states
+
+    def checkpoint(self, *args, **kwargs) -> submitit.helpers.DelayedSubmission:
+        """Called by submitit on the timeout/preemption signal, before the job is requeued."""
+        if self.current is not None:
+            write_status(self.current, RunState.PREEMPTED, "signalled; requeued, resumes from its last checkpoint")
+        return super().checkpoint(*args, **kwargs)
+
+
+def _limit_threads(threads: int) -> None:
+    """One job per core on a shared machine: cap torch's and the BLAS pools' threads."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)

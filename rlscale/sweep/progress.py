@@ -1,0 +1,107 @@
+"""Progress of a sweep's runs, read from their run directories (status.json, metrics.jsonl) and from the
+liveness of their jobs: state, last step, latest validation reward (the R_C of Eq. 1) and an ETA (the
+remaining steps times the mean ``step_seconds`` of the last train lines)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence, Set, Tuple
+
+from omegaconf import OmegaConf
+
+from rlscale.results import find_runs, read_metrics, read_status
+from rlscale.results.metrics import is_finite_number
+from rlscale.sweep.dispatch import alive
+from rlscale.sweep.spec import SpecError
+from rlscale.sweep.state import SWEEP_JSON, read_record
+
+FINAL_STATES = ("done", "diverged", "failed")
+LOST = "lost"
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A run to watch: its sweep, folder name, directory and launcher job (if one was submitted)."""
+
+    sweep: str
+    run: str
+    run_dir: Path
+    job: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """One row of the progress table. ``state`` is status.json's, or ``lost`` when the run is unfinished
+    and its job no longer exists (rerun the sweep to resubmit it). ``job_alive``: its job is queued or
+    running (a local lane may still run other runs)."""
+
+    ref: RunRef
+    state: str
+    reason: str
+    step: Optional[int]
+    max_steps: Optional[int]
+    val_reward: Optional[float]
+    eta_s: Optional[float]
+    job_alive: bool = False
+
+    @property
+    def finished(self) -> bool:
+        """Nothing will change any more: the run ended and its job is gone, or the run was lost."""
+        return (self.state in FINAL_STATES and not self.job_alive) or self.state == LOST
+
+
+def _max_steps(run_dir: Path) -> Optional[int]:
+    try:
+        return int(OmegaConf.load(run_dir / "config.yaml").trainer.max_steps)
+    except Exception:  # a missing or partial config only costs the ETA
+        return None
+
+
+def _seconds_per_step(records: List[dict], last: int = 5) -> Optional[float]:
+    """Mean wall time of the last train steps (the trainer's ``step_seconds``)."""
+    times = [r["step_seconds"] for r in records if r.get("kind") == "train" and is_finite_number(r.get("step_seconds"))]
+    return sum(times[-last:]) / len(times[-last:]) if times else None
+
+
+def run_progress(ref: RunRef, live_jobs: Set[str]) -> RunProgress:
+    status = read_status(ref.run_dir)
+    state, reason = str(status.get("state")), str(status.get("reason", ""))
+    if state not in FINAL_STATES and ref.job and ref.job not in live_jobs and state != "unknown":
+        state, reason = LOST, f"job {ref.job} ended while the run was {state}"
+    records, _ = read_metrics(ref.run_dir / "metrics.jsonl") if (ref.run_dir / "metrics.jsonl").exists() else ([], [])
+    step = max((r["step"] for r in records if isinstance(r.get("step"), int)), default=None)
+    evals = [r for r in records if r.get("kind") == "eval" and is_finite_number(r.get("val_reward"))]
+    val_reward = evals[-1]["val_reward"] if evals else None
+    max_steps = _max_steps(ref.run_dir)
+    per_step = _seconds_per_step(records) if state == "running" else None
+    eta = max(0, max_steps - (step or 0)) * per_step if per_step is not None and max_steps else None
+    return RunProgress(ref=ref, state=state, reason=reason, step=step, max_steps=max_steps,
+                       val_reward=val_reward, eta_s=eta, job_alive=bool(ref.job) and ref.job in live_jobs)
+
+
+def refs_under(root: Path) -> List[Tuple[RunRef, str]]:
+    """Every run under ``root`` (a results root, a sweep folder or a run folder) with its launcher: the runs
+    listed by each sweep.json (so runs not started yet show too), then run folders outside any sweep."""
+    root = Path(root)
+    refs: List[Tuple[RunRef, str]] = []
+    for path in sorted(root.rglob(SWEEP_JSON)):
+        record = read_record(path.parent)
+        refs += [(RunRef(sweep=record.name, run=v.run, run_dir=Path(v.run_dir), job=record.jobs.get(v.run)),
+                  record.launcher) for v in record.variants]
+    seen = {ref.run_dir.resolve() for ref, _ in refs}
+    refs += [(RunRef(sweep=run.sweep, run=run.variant, run_dir=run.path), "local") for run in find_runs(root)
+             if run.path.resolve() not in seen]
+    return refs
+
+
+def collect(refs: Sequence[Tuple[RunRef, str]]) -> List[RunProgress]:
+    """Progress of every run, asking each launcher once which of its jobs are alive (all of them, while
+    SLURM does not answer: a watcher waits rather than calling runs lost)."""
+    live: Set[str] = set()
+    for launcher in {launcher for _, launcher in refs}:
+        jobs = [ref.job for ref, l in refs if l == launcher and ref.job]
+        try:
+            live |= alive(launcher, jobs)
+        except SpecError:
+            live |= set(jobs)
+    return [run_progress(ref, live) for ref, _ in refs]

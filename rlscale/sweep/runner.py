@@ -1,0 +1,118 @@
+"""``rlscale sweep`` end to end: plan (expand, validate every variant, decide what to (re)submit), then
+write the sweep's state and submit.
+
+Nothing is written or submitted until every variant composed and validated. A rerun skips the runs that
+finished (done or diverged) and the runs whose job is still alive, and resubmits the failed, lost and
+never-started ones; the trainer resumes each from its own checkpoints. ``--force`` clears every run and
+reruns all. A run whose config changed since it made progress is an error unless ``--force``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from rlscale.results import RunState, atomic_write_text, read_status, write_status
+from rlscale.sweep.dispatch import alive, submit
+from rlscale.sweep.expand import expand
+from rlscale.sweep.resolve import ResolvedRun, resolve_runs, results_root
+from rlscale.sweep.sbatch import check_launcher, render_sbatch, script_path
+from rlscale.sweep.spec import SpecError, SweepSpec, find_spec, load_spec, split_cli
+from rlscale.sweep.state import (SweepRecord, clear_run, config_conflict, has_progress, new_record, read_record,
+                                 write_config, write_record)
+
+DONE_STATES = (RunState.DONE.value, RunState.DIVERGED.value)
+FINAL_STATES = DONE_STATES + (RunState.FAILED.value,)
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """What the user asked: ``conf=NAME`` and Hydra overrides, ``--seeds``, ``--force``, ``--results``."""
+
+    args: Tuple[str, ...]
+    seeds: Optional[int] = None
+    force: bool = False
+    results: Path = Path("results")
+
+
+@dataclass
+class SweepPlan:
+    """The validated sweep and, per run, whether it is submitted or why it is skipped."""
+
+    spec: SweepSpec
+    sweep_dir: Path
+    runs: List[ResolvedRun]
+    record: SweepRecord
+    submit: List[ResolvedRun] = field(default_factory=list)
+    skipped: Dict[str, str] = field(default_factory=dict)
+
+
+def plan_sweep(request: SweepRequest) -> SweepPlan:
+    """Expand and validate every variant, then decide what to submit; reads the disk, writes nothing."""
+    conf, cli = split_cli(list(request.args))
+    spec = load_spec(find_spec(conf))
+    runs = resolve_runs(spec, expand(spec, request.seeds), cli, request.results)
+    for run in runs:
+        try:
+            check_launcher(run.cfg.launcher)
+        except SpecError as err:
+            raise SpecError(f"{spec.path}: variant '{run.run.variant}': {err}") from None
+    sweep_dir = results_root(request.results) / spec.name
+    previous = read_record(sweep_dir)
+    record = new_record(spec, runs, cli, request.seeds or spec.seeds, previous)
+    live = alive(previous.launcher, record.jobs.values()) if previous else set()
+    plan = SweepPlan(spec=spec, sweep_dir=sweep_dir, runs=runs, record=record)
+    for run in runs:
+        name, job = run.run.name, record.jobs.get(run.run.name)
+        state = read_status(run.run_dir)["state"]
+        busy = job in live and state not in FINAL_STATES  # a finished run's job may still run other runs
+        if request.force:
+            if job in live:
+                raise SpecError(f"{run.run_dir}: job {job} is still alive; cancel it before --force")
+            plan.submit.append(run)
+            continue
+        conflict = config_conflict(run)
+        if conflict and busy:
+            raise SpecError(f"{run.run_dir}: still running as job {job}; cancel it before changing its config "
+                            f"(field '{conflict}')")
+        if conflict and has_progress(run.run_dir):
+            raise SpecError(f"{run.run_dir}/config.yaml: field '{conflict}' differs from the new config; use "
+                            "--force to rerun from scratch, or another --results")
+        if state in DONE_STATES:
+            plan.skipped[name] = "finished"
+        elif busy:
+            plan.skipped[name] = f"running as job {job}"
+        else:
+            plan.submit.append(run)
+    return plan
+
+
+def write_sweep(plan: SweepPlan, force: bool, reason: str = "queued") -> None:
+    """Write sweep.json and the config.yaml of every run to submit (cleared first with ``force``), and mark
+    those runs pending with ``reason``."""
+    for run in plan.submit:
+        if force:
+            clear_run(run.run_dir)
+        write_config(run)
+        write_status(run.run_dir, RunState.PENDING, reason)
+    write_record(plan.sweep_dir, plan.record)
+
+
+def write_scripts(plan: SweepPlan, root: Path = Path("slurm")) -> List[Path]:
+    """``slurm/<sweep>/<run>.sbatch`` for every run of the sweep."""
+    paths = []
+    for run in plan.runs:
+        path = script_path(plan.spec.name, run.run.name, root)
+        atomic_write_text(path, render_sbatch(run, plan.spec.name))
+        path.chmod(0o755)
+        paths.append(path)
+    return paths
+
+
+def submit_sweep(plan: SweepPlan) -> Dict[str, str]:
+    """Submit the planned runs and record their job ids in sweep.json."""
+    jobs = submit(plan.record.launcher, plan.submit, plan.sweep_dir)
+    plan.record.jobs.update(jobs)
+    write_record(plan.sweep_dir, plan.record)
+    return jobs
+

@@ -1,0 +1,92 @@
+"""SLURM options from a run's ``launcher`` config, and the plain sbatch script of a run.
+
+The same options feed submitit's job arrays and the generated ``slurm/<sweep>/<run>.sbatch`` scripts
+(rendered from ``slurm/run.sbatch.tmpl``), so both paths ask SLURM for the same resources and run the
+same job body: train (or resume) the run directory. Every value that reaches a script is shell-quoted
+(the template's finalizer quotes every expression); values that land on ``#SBATCH`` lines must also be
+free of control characters, since a newline there would end the comment and start a command.
+"""
+from __future__ import annotations
+
+import math
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple, Union
+
+import jinja2
+from omegaconf import DictConfig, OmegaConf
+
+from rlscale.paths import SLURM_DIR
+from rlscale.sweep.resolve import ResolvedRun
+from rlscale.sweep.spec import SpecError, single_line
+
+TEMPLATE = SLURM_DIR / "run.sbatch.tmpl"
+OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+OptionValue = Union[str, int, bool]
+
+
+def sbatch_options(launcher: DictConfig) -> Dict[str, OptionValue]:
+    """sbatch options (underscore names, as submitit takes them) of a ``launcher`` config: partition,
+    account, qos, GPUs, CPUs, memory, time limit, then ``extra_sbatch`` (which may override them)."""
+    options: Dict[str, OptionValue] = {
+        "time": int(launcher.timeout_min),  # minutes; submitit also reads it as the job's time limit
+        "cpus_per_task": int(launcher.cpus_per_task),
+        "mem": f"{math.ceil(float(launcher.mem_gb) * 1024)}M",
+    }
+    for key in ("partition", "account", "qos"):
+        if launcher[key]:
+            options[key] = single_line(str(launcher[key]), f"launcher.{key}")
+    if launcher.gpus_per_node:
+        options["gpus_per_node"] = int(launcher.gpus_per_node)
+    for key, value in OmegaConf.to_container(launcher.extra_sbatch).items():
+        where = f"launcher.extra_sbatch.{key}"
+        if not OPTION_NAME.fullmatch(str(key)):
+            raise SpecError(f"{where}: {key!r} is not an sbatch option name")
+        if value is False or value is None:
+            continue
+        if not isinstance(value, (str, int, float, bool)):
+            raise SpecError(f"{where}: must be a string, a number or true, got {value!r}")
+        options[str(key).replace("-", "_")] = True if value is True else single_line(str(value), where)
+    return options
+
+
+def setup_commands(launcher: DictConfig) -> List[List[str]]:
+    """``launcher.setup``: commands run before the job (``module load ...``, ``source .../activate``),
+    each one command with its arguments; every word is quoted, so no shell syntax is interpreted."""
+    commands = []
+    for index, line in enumerate(launcher.setup):
+        try:
+            words = shlex.split(str(line))
+        except ValueError as err:
+            raise SpecError(f"launcher.setup[{index}]: {err}: {line!r}") from None
+        if words:
+            commands.append(words)
+    return commands
+
+
+def check_launcher(launcher: DictConfig) -> None:
+    """Raise ``SpecError`` if the launcher config cannot be turned into SLURM options."""
+    sbatch_options(launcher)
+    setup_commands(launcher)
+
+
+def render_sbatch(run: ResolvedRun, sweep: str) -> str:
+    """The sbatch script of ``run`` (run it with plain ``sbatch``)."""
+    launcher = run.cfg.launcher
+    run_dir = str(run.run_dir)  # the results root is single-line (resolve.results_root), the names safe
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, autoescape=False,
+                             finalize=lambda value: shlex.quote(str(value)))
+    template = env.from_string(TEMPLATE.read_text())
+    options: List[Tuple[str, OptionValue]] = [(k.replace("_", "-"), v) for k, v in sbatch_options(launcher).items()]
+    return template.render(sweep=sweep, job_name=f"rlscale-{sweep}-{run.run.name}", log=f"{run_dir}/slurm-%j.out",
+                           signal_delay_s=int(launcher.signal_delay_s), options=options,
+                           setup=setup_commands(launcher), python=sys.executable, run_dir=run_dir)
+
+
+def script_path(sweep: str, run_name: str, root: Path = Path("slurm")) -> Path:
+    """Where ``--dry-run`` writes a run's script: ``slurm/<sweep>/<run>.sbatch`` under the working directory."""
+    return root / sweep / f"{run_name}.sbatch"

@@ -1,0 +1,138 @@
+"""Sweep state on disk: ``results/<sweep>/sweep.json`` and each run's ``config.yaml`` (DESIGN.md, the
+results contract). Every write is atomic; sweep.json is what ``rlscale fit`` reads to group runs into
+variants and to find the LOO base and axes (Section 4)."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from omegaconf import OmegaConf
+
+from rlscale.results import atomic_write_json, atomic_write_text
+from rlscale.sweep.resolve import ResolvedRun
+from rlscale.sweep.spec import SpecError, SweepSpec
+
+SWEEP_JSON = "sweep.json"
+RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints")
+
+
+@dataclass
+class VariantRecord:
+    """One run of the sweep. ``name`` is the variant (shared by its seeds), ``run`` the folder name,
+    ``overrides`` the variant's own overrides (the sweep-wide ones are in ``SweepRecord.overrides``)."""
+
+    name: str
+    run: str
+    config: str
+    overrides: List[str]
+    axis: Optional[str]
+    seed: int
+    run_dir: str
+
+
+@dataclass
+class SweepRecord:
+    """The whole of sweep.json. ``jobs`` maps a run folder name to its launcher job id (SLURM
+    ``<array>_<task>``, or the local controller's process id)."""
+
+    name: str
+    kind: str
+    base: str
+    launcher: str
+    spec: str
+    seeds: int
+    overrides: List[str]
+    variants: List[VariantRecord]
+    jobs: Dict[str, str] = field(default_factory=dict)
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SweepRecord":
+        known = {f.name for f in fields(cls)}
+        body = {k: v for k, v in data.items() if k in known}
+        body["variants"] = [VariantRecord(**{k: v for k, v in var.items() if k in VariantRecord.__annotations__})
+                            for var in data.get("variants", [])]
+        return cls(**body)
+
+
+def sweep_json(sweep_dir: Path) -> Path:
+    return Path(sweep_dir) / SWEEP_JSON
+
+
+def read_record(sweep_dir: Path) -> Optional[SweepRecord]:
+    """The sweep's record, or None when there is none; an unreadable one is an error naming the file."""
+    path = sweep_json(sweep_dir)
+    if not path.exists():
+        return None
+    try:
+        return SweepRecord.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        raise SpecError(f"{path}: unreadable sweep record: {' '.join(str(err).split())}") from None
+
+
+def write_record(sweep_dir: Path, record: SweepRecord) -> None:
+    record.updated = time.time()
+    atomic_write_json(sweep_json(sweep_dir), record.to_json())
+
+
+def new_record(spec: SweepSpec, resolved: Sequence[ResolvedRun], cli: Sequence[str], seeds: int,
+               previous: Optional[SweepRecord]) -> SweepRecord:
+    """The record of this invocation; job ids and creation time carry over from ``previous``."""
+    variants = [VariantRecord(name=r.run.variant, run=r.run.name, config=r.run.config,
+                              overrides=list(r.run.overrides), axis=r.run.axis, seed=int(r.cfg.seed),
+                              run_dir=str(r.run_dir)) for r in resolved]
+    record = SweepRecord(name=spec.name, kind=spec.kind, base=spec.base.name,
+                         launcher=str(resolved[0].cfg.launcher.name), spec=str(spec.path), seeds=seeds,
+                         overrides=[*spec.overrides, *spec.base.overrides, *cli], variants=variants)
+    if previous is not None:
+        names = {v.run for v in variants}
+        record.jobs = {run: job for run, job in previous.jobs.items() if run in names}
+        record.created = previous.created
+    return record
+
+
+def config_text(run: ResolvedRun) -> str:
+    return OmegaConf.to_yaml(run.cfg)
+
+
+def config_conflict(run: ResolvedRun) -> Optional[str]:
+    """The first top-level field where the run's existing config.yaml differs from the new one, or None
+    (no config yet, or the same)."""
+    path = run.run_dir / "config.yaml"
+    if not path.exists():
+        return None
+    try:
+        old = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception:  # an unreadable old config is a conflict, whatever yaml raised
+        return "config.yaml (unreadable)"
+    new = OmegaConf.to_container(run.cfg)
+    if old == new:
+        return None
+    keys = sorted(set(old) | set(new), key=str)
+    return next(str(k) for k in keys if old.get(k) != new.get(k))
+
+
+def write_config(run: ResolvedRun) -> None:
+    atomic_write_text(run.run_dir / "config.yaml", config_text(run))
+
+
+def has_progress(run_dir: Path) -> bool:
+    return any((Path(run_dir) / name).exists() for name in ("metrics.jsonl", "checkpoints"))
+
+
+def clear_run(run_dir: Path) -> None:
+    """Remove what the trainer wrote (metrics, status, checkpoints) so the run starts from scratch."""
+    for name in RUN_FILES:
+        path = Path(run_dir) / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)

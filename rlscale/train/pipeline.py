@@ -1,0 +1,174 @@
+"""PipelineRL-k (Section 3.1; the ScaleRL default, k = 8): generators and the trainer run concurrently
+in separate processes. Generators stream finished groups to the trainer; after every optimizer step the
+trainer publishes its weights and the generators continue the sequences in flight with them (stale KV
+cache, no restart). Every token records the policy version that sampled it and its generator logprob.
+
+The training prompts form one stream of groups, drawn from the No-Positive-Resampling pool by the
+trainer (so the pool lives and is checkpointed in one place), sent to the generators in chunks of
+ceil(B / num_generators) prompts, scored by the trainer in stream order, and consumed B =
+``batch.prompts`` groups per step (more with DAPO dynamic sampling). Finished chunks come back through a
+queue bounded at ``offpolicy.queue_size`` chunks that the trainer reads only while it needs groups, so a
+full queue stalls the generators too.
+
+The bound. Let C_v be the number of groups consumed before step v. Right after publishing version v the
+trainer lets the stream run to C_v + (k + 1) B groups; a group the current step still needs beyond that
+is issued on demand. A group issued at version v is sampled by versions >= v (generators load the
+newest weights before the prefill) and, since every step consumes at least B groups, is trained at a
+step <= v + k. Hence the lag (trainer version minus sampling version) of every trained token is in
+[0, k]: generators wait when they are k + 1 batches ahead, the trainer waits for the groups it needs.
+k = 0 is on-policy: batch v is issued only once version v is published and is trained by step v.
+
+Determinism: PipelineRL depends on timing (which version samples which token), so one seed gives one
+curve only with ``offpolicy=ppo``; chunk sampling seeds depend only on the stream position.
+Resume: the checkpoint holds the scored groups not yet trained on and the prompt ids still in
+flight; generation in flight is dropped and those prompts are generated again after the restart.
+Compute: generator CPU seconds are added to the run's core-seconds when their chunk is scored (on CUDA
+the meter counts wall time x devices); work dropped at a resume or at the end is not counted.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Deque, Dict, List, Optional
+
+import torch
+
+from rlscale.config.schema import RunConfig
+from rlscale.rl import PoolExhausted
+from rlscale.train.batch import ScoredGroup
+from rlscale.train.pipeline_weights import POLL_S
+from rlscale.train.pipeline_workers import ChunkRequest, ChunkResult, GeneratorPool, GeneratorSpec, generator_devices
+from rlscale.train.rollouts import RolloutSampler
+
+CHUNK_SEED_BASE = 104_729_000_000
+
+
+@dataclass
+class StepCounters:
+    """What one step of the trainer saw (reset by ``metrics``)."""
+
+    trainer_wait_s: float = 0.0
+    weight_sync_s: float = 0.0
+    queue_depth: int = 0
+
+
+class PipelineSource:
+    """PipelineRL-k as a ``RolloutSource`` (see the module docstring for the protocol and its bound)."""
+
+    def __init__(self, cfg: RunConfig, sampler: RolloutSampler, model: torch.nn.Module, run_dir: Path):
+        off = cfg.offpolicy
+        if off.num_generators < 1 or off.queue_size < 1:
+            raise ValueError(f"offpolicy.num_generators and offpolicy.queue_size must be >= 1, got "
+                             f"{off.num_generators} and {off.queue_size}")
+        self.sampler = sampler
+        self.model = model
+        self.prompts = cfg.batch.prompts
+        self.k = off.k
+        self.chunk = math.ceil(self.prompts / off.num_generators)
+        self.seed = cfg.seed
+        spec = GeneratorSpec(cfg, sampler.tok, cfg.batch.generations, cfg.engine.threads)
+        device = next(model.parameters()).device
+        self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.queue_size,
+                                     run_dir)
+        self.consumed = 0                      # groups handed to the trainer
+        self.issued = 0                        # groups sent to the generators (stream positions < issued)
+        self.ready: Deque[ScoredGroup] = deque()          # scored, in stream order, not yet consumed
+        self.in_flight: Dict[int, List[int]] = OrderedDict()  # chunk position -> prompt ids, unscored
+        self.arrived: Dict[int, ChunkResult] = {}         # finished chunks waiting for their turn
+        self.reissue: List[int] = []           # prompt ids in flight at the checkpoint we resumed from
+        self.exhausted = False
+        self.published: Optional[int] = None
+        self.counters = StepCounters()
+        self.mark: Optional[tuple[float, float, float]] = None  # (time, busy s, load s) at the last metrics
+
+    # -- the stream ----------------------------------------------------------------------------
+    def _issue(self, upto: int) -> None:
+        """Send chunks until ``upto`` groups have been issued (or the pool is exhausted)."""
+        while self.issued < upto and not self.exhausted:
+            n = min(self.chunk, upto - self.issued)
+            ids, self.reissue = self.reissue[:n], self.reissue[n:]
+            try:
+                ids += self.sampler.pool.next_batch(n - len(ids), self.sampler.rng) if len(ids) < n else []
+            except PoolExhausted:
+                self.exhausted = True
+            if not ids:
+                return
+            self.in_flight[self.issued] = ids
+            seed = CHUNK_SEED_BASE + 1_000_003 * self.seed + self.issued
+            self.workers.submit(ChunkRequest(self.issued, self.sampler.encode(ids), seed))
+            self.issued += len(ids)
+
+    def _receive(self) -> None:
+        """Take one finished chunk off the queue (waiting for it) and score every chunk whose turn
+        has come."""
+        start = time.monotonic()
+        result = self.workers.receive(POLL_S)
+        self.counters.trainer_wait_s += time.monotonic() - start
+        if result is None:
+            return
+        self.arrived[result.position] = result
+        while self.in_flight and next(iter(self.in_flight)) in self.arrived:
+            position, ids = self.in_flight.popitem(last=False)
+            result = self.arrived.pop(position)
+            self.ready.extend(self.sampler.score(ids, result.completions))
+            meter = self.sampler.meter
+            if meter.device_type == "cpu":
+                meter.totals.device_seconds += result.cpu_seconds
+
+    def _take(self, n: int) -> List[ScoredGroup]:
+        """The next ``n`` groups of the stream, waiting for them (issued now if not in flight yet)."""
+        in_flight = self.issued - self.consumed - len(self.ready)
+        self._issue(self.issued + max(0, n - len(self.ready) - in_flight))
+        while len(self.ready) < n:
+            if not self.in_flight:
+                raise PoolExhausted("No-Positive-Resampling removed every training prompt")
+            self._receive()
+        self.consumed += n
+        return [self.ready.popleft() for _ in range(n)]
+
+    # -- RolloutSource -------------------------------------------------------------------------
+    def next_batch(self, version: int) -> List[ScoredGroup]:
+        if self.published is None:  # a fresh run: publish the initial weights as ``version``
+            self.after_update(self.model, version)
+        self.counters.queue_depth = self.workers.waiting()
+        return self.sampler.fill_batch(self.prompts, self._take)
+
+    def after_update(self, model, version: int) -> None:
+        """Publish the new weights, then let the stream run k + 1 batches past what was consumed."""
+        self.counters.weight_sync_s += self.workers.publish(model, version)
+        if self.mark is None:
+            self.mark = (time.monotonic(), self.workers.status.busy_seconds(), self.workers.status.load_seconds())
+        self.published = version
+        self._issue(self.consumed + (self.k + 1) * self.prompts)
+
+    def state_dict(self) -> dict:
+        return {"consumed": self.consumed, "ready": list(self.ready),
+                "in_flight": [i for ids in self.in_flight.values() for i in ids] + self.reissue}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.published is not None:
+            raise RuntimeError("PipelineSource.load_state_dict must come before the first batch")
+        self.consumed = state["consumed"]
+        self.ready = deque(state["ready"])
+        self.issued = self.consumed + len(self.ready)
+        self.reissue = list(state["in_flight"])
+
+    def metrics(self) -> Dict[str, float]:
+        """generator_idle_frac (share of generator time not spent generating since the last call),
+        trainer_wait_s (blocked waiting for groups), weight_sync_s (publication, trainer side),
+        weight_load_s (loads, all generators), queue_depth (finished chunks not yet taken off the
+        queue when the step asked for its batch)."""
+        now, busy, load = time.monotonic(), self.workers.status.busy_seconds(), self.workers.status.load_seconds()
+        then, busy0, load0 = self.mark or (now, busy, load)
+        wall = (now - then) * self.workers.size
+        record = {"generator_idle_frac": min(1.0, max(0.0, 1.0 - (busy - busy0) / wall)) if wall > 0 else 0.0,
+                  "trainer_wait_s": self.counters.trainer_wait_s, "weight_sync_s": self.counters.weight_sync_s,
+                  "weight_load_s": load - load0, "queue_depth": float(self.counters.queue_depth)}
+        self.mark, self.counters = (now, busy, load), StepCounters()
+        return record
+
+    def close(self) -> None:
+        self.workers.close()

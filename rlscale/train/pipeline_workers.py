@@ -1,0 +1,259 @@
+"""Generator processes of PipelineRL-k (Section 3.1; the paper splits 64 generator GPUs from 16 trainer
+GPUs). Each process owns a replica of the policy and a generator engine; it takes chunk requests
+(prompt tokens) from the trainer, samples ``generations`` completions per prompt while refreshing its
+weights between decode steps (``version_hook``), writes the completions to a spool file in /dev/shm and
+announces them on a bounded queue (``offpolicy.queue_size`` chunks): a full queue stalls the generators.
+
+Failure handling, never a hang: the trainer checks every generator's exit code and heartbeat whenever it
+waits (``GeneratorPool.check``) and raises ``RuntimeError("generator process 1 exited with code -9")``;
+a generator whose parent is gone exits at its next decode step or queue poll. Only small messages cross
+the pipes (a killed writer cannot leave a torn one behind); completions travel through files.
+
+Processes start through a ``forkserver`` (CUDA- and OpenMP-safe like ``spawn``; the server imports
+torch once, so further generators start in milliseconds).
+"""
+from __future__ import annotations
+
+import pickle
+import queue
+import shutil
+import tempfile
+import time
+import traceback
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import torch
+import torch.multiprocessing as mp
+
+from rlscale.config.schema import RunConfig
+from rlscale.engines.torch_generator import Completion
+from rlscale.results.atomic import atomic_write
+from rlscale.train.pipeline_weights import POLL_S, PolicyReplica, SharedWeights
+
+HEARTBEAT_TIMEOUT_S = 300.0
+JOIN_TIMEOUT_S = 10.0
+SPOOL_ROOT = Path("/dev/shm")
+
+
+@dataclass
+class GeneratorSpec:
+    """What every generator process is built from."""
+
+    cfg: RunConfig
+    tok: Any
+    generations: int
+    threads: int
+
+
+@dataclass
+class ChunkRequest:
+    """Prompts to complete: ``position`` is the stream index of the chunk's first group; ``seed`` seeds
+    the chunk's sampling RNG (so it does not depend on which generator takes it)."""
+
+    position: int
+    prompts: List[List[int]]
+    seed: int
+
+
+@dataclass
+class ChunkReady:
+    """A generator's announcement of a finished chunk (small, so one atomic pipe write)."""
+
+    position: int
+    path: str
+    cpu_seconds: float
+
+
+@dataclass
+class ChunkResult:
+    position: int
+    completions: List[Completion]
+    cpu_seconds: float
+
+
+class GeneratorStatus:
+    """Per-generator counters in shared memory, written by the generator and read by the trainer:
+    last heartbeat, busy seconds so far, start of the current busy span (0 when idle), weight-load
+    seconds so far, chunks finished so far. Times are ``time.monotonic()`` (one clock for all
+    processes of the machine)."""
+
+    HEARTBEAT, BUSY_TOTAL, BUSY_SINCE, LOAD_TOTAL, FINISHED = range(5)
+
+    def __init__(self, ctx, n: int):
+        self.values = ctx.RawArray("d", 5 * n)
+        self.n = n
+
+    def _at(self, rank: int, field: int) -> int:
+        return 5 * rank + field
+
+    def beat(self, rank: int) -> None:
+        self.values[self._at(rank, self.HEARTBEAT)] = time.monotonic()
+
+    def heartbeat_age(self, rank: int) -> float:
+        return time.monotonic() - self.values[self._at(rank, self.HEARTBEAT)]
+
+    def started(self, rank: int) -> None:
+        self.values[self._at(rank, self.BUSY_SINCE)] = time.monotonic()
+
+    def finished(self, rank: int, load_seconds: float) -> None:
+        """A chunk is done (its announcement may still wait for room in the queue)."""
+        since = self._at(rank, self.BUSY_SINCE)
+        self.values[self._at(rank, self.BUSY_TOTAL)] += time.monotonic() - self.values[since]
+        self.values[since] = 0.0
+        self.values[self._at(rank, self.LOAD_TOTAL)] = load_seconds
+        self.values[self._at(rank, self.FINISHED)] += 1
+
+    def busy_seconds(self) -> float:
+        """Busy seconds of all generators so far, the spans in progress included."""
+        now = time.monotonic()
+        total = 0.0
+        for rank in range(self.n):
+            since = self.values[self._at(rank, self.BUSY_SINCE)]
+            total += self.values[self._at(rank, self.BUSY_TOTAL)] + (now - since if since else 0.0)
+        return total
+
+    def load_seconds(self) -> float:
+        return sum(self.values[self._at(rank, self.LOAD_TOTAL)] for rank in range(self.n))
+
+    def chunks_finished(self) -> int:
+        return int(sum(self.values[self._at(rank, self.FINISHED)] for rank in range(self.n)))
+
+
+def _poll(action: Callable[[], Any], check: Callable[[], None]) -> Any:
+    """Run a blocking queue operation in POLL_S slices, calling ``check`` between them."""
+    while True:
+        try:
+            return action()
+        except (queue.Empty, queue.Full):
+            check()
+
+
+def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWeights, requests, results,
+                   status: GeneratorStatus, spool: str, log_path: str) -> None:
+    """Body of generator process ``rank``: serve chunk requests until terminated or orphaned."""
+    trainer = mp.parent_process()  # the process that started us (not the forkserver that forked us)
+
+    def check() -> None:
+        status.beat(rank)
+        if not trainer.is_alive():
+            shutil.rmtree(spool, ignore_errors=True)
+            raise SystemExit(0)
+
+    try:
+        from rlscale.train.components import build_generator
+
+        if spec.threads > 0:
+            torch.set_num_threads(spec.threads)
+        if torch.device(device).type == "cuda":
+            torch.cuda.set_device(device)  # kernels launch on the current device
+        replica = PolicyReplica(shared, torch.device(device))
+        generator = build_generator(spec.cfg, replica.model, spec.tok, torch.device(device))
+
+        def version_hook() -> int:
+            check()
+            return replica.refresh(check)
+
+        while True:
+            request: ChunkRequest = _poll(lambda: requests.get(timeout=POLL_S), check)
+            status.started(rank)
+            cpu = time.process_time()
+            prompts = [p for p in request.prompts for _ in range(spec.generations)]
+            completions = generator.generate(prompts, torch.Generator().manual_seed(request.seed),
+                                             version=replica.refresh(check), version_hook=version_hook)
+            path = Path(spool) / f"chunk-{request.position}.pkl"
+            atomic_write(path, lambda tmp: tmp.write_bytes(pickle.dumps(completions)))
+            ready = ChunkReady(request.position, str(path), time.process_time() - cpu)
+            status.finished(rank, replica.load_seconds)
+            _poll(lambda: results.put(ready, timeout=POLL_S), check)
+    except Exception:
+        Path(log_path).write_text(traceback.format_exc())
+        raise
+
+
+def generator_devices(trainer_device: torch.device, n: int) -> List[str]:
+    """CPU: every generator on the CPU. CUDA: generators on the GPUs after the trainer's, round robin
+    (the paper's generator / trainer split); with a single GPU they share it with the trainer."""
+    if trainer_device.type != "cuda":
+        return ["cpu"] * n
+    count = torch.cuda.device_count()
+    trainer_index = trainer_device.index or 0
+    others = [i for i in range(count) if i != trainer_index] or [trainer_index]
+    return [f"cuda:{others[r % len(others)]}" for r in range(n)]
+
+
+class GeneratorPool:
+    """The trainer's handle on its generator processes: start, publish weights, submit chunks,
+    receive finished ones, watch liveness, stop."""
+
+    def __init__(self, spec: GeneratorSpec, devices: List[str], model: torch.nn.Module, queue_size: int,
+                 log_dir: Path):
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__, type(model).__module__])  # the server imports these once
+        self.shared = SharedWeights(model, ctx)
+        self.requests = ctx.Queue()
+        self.results = ctx.Queue(maxsize=queue_size)
+        self.status = GeneratorStatus(ctx, len(devices))
+        self.spool = tempfile.mkdtemp(prefix="rlscale-pipeline-", dir=SPOOL_ROOT if SPOOL_ROOT.is_dir() else None)
+        self.remove_spool = weakref.finalize(self, shutil.rmtree, self.spool, ignore_errors=True)
+        self.logs = [Path(log_dir) / f"generator-{rank}.log" for rank in range(len(devices))]
+        self.received = 0
+        self.procs = []
+        for rank, device in enumerate(devices):
+            self.status.beat(rank)
+            proc = ctx.Process(target=generator_main, name=f"rlscale-generator-{rank}", daemon=True,
+                               args=(rank, spec, device, self.shared, self.requests, self.results, self.status,
+                                     self.spool, str(self.logs[rank])))
+            proc.start()
+            self.procs.append(proc)
+
+    @property
+    def size(self) -> int:
+        return len(self.procs)
+
+    def check(self) -> None:
+        """Raise RuntimeError naming the first generator that exited or stopped answering."""
+        for rank, proc in enumerate(self.procs):
+            if proc.exitcode is not None:
+                log = self.logs[rank]
+                detail = log.read_text().strip().splitlines()[-1] if log.exists() else ""
+                raise RuntimeError(f"generator process {rank} exited with code {proc.exitcode}"
+                                   + (f": {detail} (traceback in {log})" if detail else ""))
+            age = self.status.heartbeat_age(rank)
+            if age > HEARTBEAT_TIMEOUT_S:
+                raise RuntimeError(f"generator process {rank} is unresponsive: no heartbeat for {age:.0f} s")
+
+    def waiting(self) -> int:
+        """Finished chunks the trainer has not taken yet (in the queue or blocked on it)."""
+        return self.status.chunks_finished() - self.received
+
+    def publish(self, model: torch.nn.Module, version: int) -> float:
+        return self.shared.publish(model, version, self.check)
+
+    def submit(self, request: ChunkRequest) -> None:
+        self.requests.put(request)
+
+    def receive(self, timeout: float) -> Optional[ChunkResult]:
+        """The next finished chunk, or None when none arrives within ``timeout`` seconds. Raises if a
+        generator died."""
+        self.check()
+        try:
+            ready: ChunkReady = self.results.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        self.received += 1
+        path = Path(ready.path)
+        completions = pickle.loads(path.read_bytes())
+        path.unlink()
+        return ChunkResult(ready.position, completions, ready.cpu_seconds)
+
+    def close(self) -> None:
+        """Stop the generators (their work in flight is dropped) and remove the spool."""
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            proc.join(JOIN_TIMEOUT_S)
+        self.requests.cancel_join_thread()
+        self.remove_spool()

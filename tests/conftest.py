@@ -1,0 +1,37 @@
+"""Shared pytest fixtures (fixtures only; one per need)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from rlscale.paths import PROJECT_ROOT
+
+SLURM_SCRIPT = PROJECT_ROOT / "scripts" / "slurm-localhost.sh"
+DEFAULT_SLURM_CONF = "/tmp/slurm-localhost/etc/slurm.conf"
+
+
+def _sinfo_answers() -> bool:
+    try:
+        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> str:
+    """A single-node SLURM with accounting on localhost: the running one if ``sinfo`` answers, else brought
+    up by scripts/slurm-localhost.sh (as .ci/run does). Skips only when that is impossible (not root, or
+    no apt-get to install slurm-wlm). Yields the SLURM_CONF path, also exported to the environment."""
+    os.environ.setdefault("SLURM_CONF", DEFAULT_SLURM_CONF)
+    if not _sinfo_answers():
+        if os.geteuid() != 0:
+            pytest.skip("no SLURM answers sinfo and starting one (scripts/slurm-localhost.sh) needs root")
+        if shutil.which("slurmctld") is None and shutil.which("apt-get") is None:
+            pytest.skip("no SLURM answers sinfo and slurm-wlm cannot be installed (no apt-get)")
+        up = subprocess.run(["bash", str(SLURM_SCRIPT), "up"], capture_output=True, text=True, timeout=1800)
+        if up.returncode != 0 or not _sinfo_answers():
+            pytest.fail(f"scripts/slurm-localhost.sh up failed: {(up.stdout + up.stderr)[-2000:]}")
+    return os.environ["SLURM_CONF"]

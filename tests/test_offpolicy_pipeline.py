@@ -1,0 +1,86 @@
+"""PipelineRL-k with real generator processes (Section 3.1): an update published while a generator
+process is decoding lands mid-sequence and changes what it samples next; with a slow trainer the
+generators run exactly k batches ahead and no further."""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from typing import List
+
+import pytest
+import torch
+
+from rlscale.config import compose_run_config
+from rlscale.config.schema import ModelConfig, RunConfig
+from rlscale.engines.char_tokenizer import CharTokenizer
+from rlscale.engines.tiny_model import build_tiny_llama
+from rlscale.train.components import build_components
+from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec
+
+DEADLINE_S = 120.0
+
+
+def wait_for(condition, what: str, timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.002)
+
+
+def test_update_lands_mid_sequence_in_a_generator_process(tmp_path):
+    cfg = RunConfig()
+    cfg.length.window = [100, 120]  # long traces: the update arrives while they are being decoded
+    tok = CharTokenizer(cfg.length.phrase)
+    torch.manual_seed(0)
+    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    new_policy = copy.deepcopy(model)
+    new_policy.lm_head.weight.data.zero_()  # uniform sampling: log-probability -log(V) for every token
+    pool = GeneratorPool(GeneratorSpec(cfg, tok, generations=4, threads=1), ["cpu"], model, queue_size=1,
+                         log_dir=tmp_path)
+    try:
+        pool.publish(model, 0)
+        pool.submit(ChunkRequest(0, [tok.encode_prompt("3+4+5")] * 2, seed=1))
+        wait_for(lambda: pool.status.busy_seconds() > 0, "the generator to take the chunk")
+        busy_from = time.monotonic()
+        wait_for(lambda: pool.status.heartbeat_age(0) < time.monotonic() - busy_from, "a decode step")
+        pool.publish(new_policy, 1)
+        result = None
+        deadline = time.monotonic() + DEADLINE_S
+        while result is None and time.monotonic() < deadline:
+            result = pool.receive(0.5)
+    finally:
+        pool.close()
+    assert result is not None and result.position == 0 and len(result.completions) == 8
+    uniform = -math.log(tok.vocab_size)
+    mixed = [c for c in result.completions if set(c.versions) == {0, 1}]
+    assert mixed, "no sequence carries two policy versions"
+    for c in mixed:
+        switch = c.versions.index(1)
+        assert c.versions == [0] * switch + [1] * (len(c.tokens) - switch)
+        before, after = torch.tensor(c.gen_logp[:switch]), torch.tensor(c.gen_logp[switch:])
+        assert not torch.allclose(before, torch.full_like(before, uniform))
+        assert torch.allclose(after, torch.full_like(after, uniform), atol=1e-5)
+
+
+def test_generators_run_at_most_k_batches_ahead_of_a_slow_trainer(tmp_path):
+    k = 2
+    cfg = compose_run_config(["offpolicy=pipeline", f"offpolicy.k={k}", "batch.prompts=2", "batch.generations=2",
+                              "engine.threads=1", f"out={tmp_path}"])
+    comps = build_components(cfg, tmp_path)
+    lags: List[int] = []
+    try:
+        for version in range(5):
+            groups = comps.source.next_batch(version)
+            sampled = [v for g in groups for c in g.completions for v in c.versions]
+            assert max(sampled) <= version
+            lags.append(version - min(sampled))
+            time.sleep(1.5)  # a slow update: the generators fill the window meanwhile
+            comps.source.after_update(comps.model, version + 1)
+        metrics = comps.source.metrics()
+    finally:
+        comps.source.close()
+    assert lags == [0, 1, 2, 2, 2]
+    assert metrics["queue_depth"] == 2  # the chunks of k batches were waiting when the last one was asked for
+    assert metrics["generator_idle_frac"] > 0.5  # the generators waited for the trainer

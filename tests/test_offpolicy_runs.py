@@ -1,0 +1,140 @@
+"""Whole runs of the two off-policy algorithms of Section 3.1 on the embedded task (tiny batches):
+PPO-off-policy-k's lag cycles 0..k-1 with generation every k steps; PipelineRL-k's recorded lag never
+exceeds k, k = 0 is on-policy, a resumed run carries on; a killed generator fails the run, a killed
+trainer takes its generators with it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from rlscale.config import compose_run_config
+from rlscale.train.loop import train
+
+DEADLINE_S = 120.0
+
+
+def overrides(run_dir: Path, mode: str, k: int, steps: int, *extra: str) -> List[str]:
+    return [f"offpolicy={mode}", f"offpolicy.k={k}", "batch.prompts=4", "batch.generations=4", "engine.threads=1",
+            f"trainer.max_steps={steps}", "trainer.eval_every=1000", "trainer.eval_samples=1",
+            "trainer.checkpoint_every=2", f"out={run_dir}", *extra]
+
+
+def run(run_dir: Path, mode: str, k: int, steps: int, *extra: str) -> str:
+    return train(compose_run_config(overrides(run_dir, mode, k, steps, *extra)), run_dir)
+
+
+def train_lines(run_dir: Path) -> List[dict]:
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in lines if r["kind"] == "train"]
+
+
+def status(run_dir: Path) -> dict:
+    return json.loads((run_dir / "status.json").read_text())
+
+
+def wait_for(condition, what: str, timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_ppo_offpolicy_generates_every_k_steps_and_lags_up_to_k_minus_1(tmp_path):
+    assert run(tmp_path, "ppo", 3, 6) == "done"
+    lines = train_lines(tmp_path)
+    assert [r["step"] for r in lines] == [1, 2, 3, 4, 5, 6]
+    for r in lines:
+        lag = (r["step"] - 1) % 3  # k batches generated with the weights of the first of the k updates
+        assert r["lag_min"] == r["lag_max"] == lag
+        assert (r["trainer_wait_s"] > 0) == (lag == 0)  # the trainer waits only while generating
+        assert 0.0 <= r["generator_idle_frac"] <= 1.0
+
+
+def test_pipeline_k0_is_on_policy_and_resumes(tmp_path):
+    assert run(tmp_path, "pipeline", 0, 3) == "done"
+    assert run(tmp_path, "pipeline", 0, 5) == "done"  # resumes from the step-3 checkpoint
+    lines = train_lines(tmp_path)
+    assert [r["step"] for r in lines] == [1, 2, 3, 4, 5]
+    for r in lines:
+        assert r["lag_min"] == r["lag_max"] == 0  # every token sampled by the weights it is trained against
+        assert abs(r["ratio_mean"] - 1.0) < 1e-3
+        assert r["weight_sync_s"] >= 0 and r["queue_depth"] >= 0
+
+
+def test_pipeline_recorded_lag_never_exceeds_k_with_two_generators(tmp_path):
+    assert run(tmp_path, "pipeline", 1, 6, "offpolicy.num_generators=2") == "done"  # 2-prompt chunks, any order
+    lines = train_lines(tmp_path)
+    assert len(lines) == 6
+    assert all(0 <= r["lag_min"] <= r["lag_mean"] <= r["lag_max"] <= 1 for r in lines)
+    assert all(0.0 <= r["generator_idle_frac"] <= 1.0 and r["trainer_wait_s"] >= 0 for r in lines)
+
+
+def test_pipeline_dynamic_sampling_draws_more_groups_on_policy(tmp_path):
+    assert run(tmp_path, "pipeline", 0, 3, "filtering=dynamic_sampling") == "done"
+    lines = train_lines(tmp_path)
+    assert len(lines) == 3 and lines[-1]["samples"] > 3 * 4 * 4  # zero-variance groups were replaced
+    assert all(r["lag_max"] == 0 for r in lines)  # groups drawn on demand are sampled by the current weights
+
+
+def process_table() -> Dict[int, int]:
+    """pid -> parent pid of every process (from /proc)."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                table[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    return table
+
+
+def generator_pids(trainer: int) -> List[int]:
+    """The trainer's grandchildren: trainer -> forkserver -> generator processes."""
+    table = process_table()
+    children = {p for p, parent in table.items() if parent == trainer}
+    return [p for p, parent in table.items() if parent in children]
+
+
+def test_killed_generator_fails_the_run_within_a_timeout(tmp_path):
+    killed: List[int] = []
+
+    def kill_a_generator() -> None:
+        metrics = tmp_path / "metrics.jsonl"
+        wait_for(lambda: metrics.exists() and metrics.read_text().count('"train"') >= 2, "two steps")
+        killed.append(generator_pids(os.getpid())[0])
+        os.kill(killed[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_a_generator, daemon=True)
+    killer.start()
+    start = time.monotonic()
+    assert run(tmp_path, "pipeline", 2, 1000) == "failed"
+    killer.join()
+    assert killed and time.monotonic() - start < DEADLINE_S
+    assert "generator process 0 exited with code -9" in status(tmp_path)["reason"]
+
+
+@pytest.mark.slow
+def test_generators_exit_when_the_trainer_is_killed(tmp_path):
+    trainer = subprocess.Popen([sys.executable, "-m", "rlscale.cli", "run", *overrides(tmp_path, "pipeline", 8, 1000)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        metrics = tmp_path / "metrics.jsonl"
+        wait_for(lambda: metrics.exists() and metrics.read_text().count('"train"') >= 2, "two steps", 300)
+        generators = generator_pids(trainer.pid)
+        assert generators
+        os.kill(trainer.pid, signal.SIGKILL)
+        trainer.wait()
+        wait_for(lambda: not set(generators) & set(process_table()), "the generators to exit", 30)
+    finally:
+        if trainer.poll() is None:
+            os.killpg(trainer.pid, signal.SIGKILL)

@@ -1,0 +1,81 @@
+"""A real sweep on the local submitit executor with the real trainer (embedded default, few steps): runs
+in parallel lanes, a crashing variant never stops the others, reruns skip finished runs and resubmit the
+failed one, a changed config is refused, ``--force`` clears, ``rlscale status`` reports, and values with
+shell syntax (results path, launcher setup) never execute."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from rlscale.cli import app
+from rlscale.results import read_metrics
+from rlscale.sweep.resolve import hydra_quote
+
+pytestmark = pytest.mark.slow
+
+SHORT = ["trainer.max_steps=4", "trainer.eval_every=2", "trainer.checkpoint_every=2", "task.val_size=40"]
+EVIL = "$(touch {m}) `touch {m}` \"dq\" 'sq' ; touch {m}"
+
+
+def cli(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def raw_steps(run_dir: Path, kind: str):
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [r["step"] for r in map(json.loads, lines) if r["kind"] == kind]
+
+
+def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "250")  # rich wraps at the terminal width
+    marker = tmp_path / "pwned"
+    evil = EVIL.format(m=marker)
+    spec = tmp_path / "mini.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "mini", "kind": "loo", "base": {"name": "scalerl"}, "overrides": SHORT,
+        "variants": {"loss_dapo": ["loss=dapo"], "broken": ["task.dataset=no_such_dataset"]}}, sort_keys=False))
+    results = tmp_path / f"res {evil}"
+    args = ["sweep", f"conf={spec}", f"launcher.setup=[{hydra_quote('echo ' + evil)}]", "--results", str(results)]
+
+    first = cli(*args)
+    assert first.exit_code == 1, first.output  # the broken variant failed, the others finished
+    sweep_dir = results.resolve() / "mini"
+    record = json.loads((sweep_dir / "sweep.json").read_text())
+    assert [v["run"] for v in record["variants"]] == ["scalerl", "loss_dapo", "broken"]
+    assert len(set(record["jobs"].values())) == 2  # two lanes on two cores
+    for run in ("scalerl", "loss_dapo"):
+        run_dir = sweep_dir / run
+        assert json.loads((run_dir / "status.json").read_text())["state"] == "done"
+        assert raw_steps(run_dir, "train") == [1, 2, 3, 4] and raw_steps(run_dir, "eval") == [0, 2, 4]
+    broken = json.loads((sweep_dir / "broken/status.json").read_text())
+    assert broken["state"] == "failed" and "no_such_dataset" in broken["reason"]
+    # the local executor runs the setup command in its controller's shell: the words are echoed, never run
+    assert f"$(touch {marker})" in capfd.readouterr().out and not marker.exists()
+
+    status = cli("status", str(results))
+    assert status.exit_code == 0 and "broken" in status.output and "failed" in status.output
+    assert "4/4" in status.output
+
+    second = cli(*args)
+    assert second.exit_code == 1
+    summary = " ".join(second.output.split())
+    assert "submitted 1 run(s) via local; skipped scalerl (finished), loss_dapo (finished)" in summary
+    again = json.loads((sweep_dir / "sweep.json").read_text())
+    assert again["jobs"]["scalerl"] == record["jobs"]["scalerl"] and again["jobs"]["broken"] != record["jobs"]["broken"]
+    assert again["created"] == record["created"]
+
+    changed = cli(*args[:-2], "trainer.max_steps=5", "--results", str(results))
+    assert changed.exit_code == 2 and "field 'trainer' differs" in changed.output and "--force" in changed.output
+
+    forced = cli(*args, "--force", "--dry-run")
+    assert forced.exit_code == 0, forced.output
+    for run in ("scalerl", "loss_dapo", "broken"):
+        assert not (sweep_dir / run / "metrics.jsonl").exists() and not (sweep_dir / run / "checkpoints").exists()
+        assert json.loads((sweep_dir / run / "status.json").read_text())["state"] == "pending"
+    assert read_metrics(sweep_dir / "scalerl" / "metrics.jsonl")[0] == []
+    assert not marker.exists()

@@ -1,0 +1,113 @@
+"""Sweeps on a real SLURM (single node on localhost, with accounting): a 3-variant sweep as a submitit job
+array with the embedded default, one task requeued mid-run by ``scontrol requeue`` and one signalled as
+before a time limit (submitit checkpoints and requeues it), both resuming and ending with gap-free
+metrics; and a generated sbatch script submitted with plain sbatch, which produces the same run
+directory the submitit path would (a later sweep sees it finished)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from rlscale.cli import app
+from rlscale.results import read_metrics
+from rlscale.sweep.progress import collect, refs_under
+from rlscale.sweep.resolve import hydra_quote
+from rlscale.sweep.runner import SweepRequest, plan_sweep
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+STEPS = 12
+SHORT = [f"trainer.max_steps={STEPS}", "trainer.eval_every=3", "trainer.checkpoint_every=3", "task.val_size=40"]
+SLURM = ["launcher=slurm", "launcher.mem_gb=2", "launcher.timeout_min=30"]
+EVIL = "$(touch {m}) `touch {m}` \"dq\" 'sq' ; touch {m}"
+
+
+def write_spec(folder: Path, name: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "kind": "loo", "base": {"name": "scalerl"}, "overrides": SHORT,
+        "variants": {"loss_dapo": ["loss=dapo"], "ppo_offpolicy": ["offpolicy=ppo"]}}))
+    return path
+
+
+def wait_for(predicate, timeout_s: float, what: str, every_s: float = 3.0):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def last_train_step(run_dir: Path) -> int:
+    records, _ = read_metrics(run_dir / "metrics.jsonl")
+    return max((r["step"] for r in records if r["kind"] == "train"), default=0)
+
+
+def test_slurm_array_sweep_with_a_requeued_task(slurm_cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "pwned"
+    evil = EVIL.format(m=marker)
+    results = tmp_path / f"res {evil}"
+    spec = write_spec(tmp_path, "trio")
+    result = CliRunner().invoke(app, [
+        "sweep", f"conf={spec}", *SLURM, f"+launcher.extra_sbatch.comment={hydra_quote(evil)}",
+        f"launcher.setup=[{hydra_quote('echo ' + evil)}]", "--results", str(results), "--detach"])
+    assert result.exit_code == 0, result.output
+    sweep_dir = results.resolve() / "trio"
+    jobs = json.loads((sweep_dir / "sweep.json").read_text())["jobs"]
+    assert sorted(jobs) == ["loss_dapo", "ppo_offpolicy", "scalerl"]
+    assert len({job.split("_")[0] for job in jobs.values()}) == 1  # one job array
+
+    # mid-run (past the first checkpoints): requeue one task by hand, and send the other the signal SLURM
+    # sends before a time limit, which submitit turns into checkpoint() + requeue
+    wait_for(lambda: min(last_train_step(sweep_dir / r) for r in ("scalerl", "loss_dapo")) >= 4, 900,
+             "scalerl and loss_dapo to pass their first checkpoints")
+    subprocess.run(["scontrol", "requeue", jobs["scalerl"]], check=True, timeout=60)
+    subprocess.run(["scancel", "--signal=USR2", jobs["loss_dapo"]], check=True, timeout=60)
+    refs = refs_under(sweep_dir)
+    rows = wait_for(lambda: (rows := collect(refs)) and all(r.finished for r in rows) and rows, 1800,
+                    "every run to finish", every_s=5)
+    assert {r.ref.run: r.state for r in rows} == {"scalerl": "done", "loss_dapo": "done", "ppo_offpolicy": "done"}
+
+    for run in ("scalerl", "loss_dapo"):
+        history = subprocess.run(["sacct", "-n", "-X", "-D", "-j", jobs[run], "-o", "State"], capture_output=True,
+                                 text=True, timeout=60, check=True).stdout.split()
+        assert "REQUEUED" in history and history[-1] == "COMPLETED", (run, history)
+    signalled = (sweep_dir / ".submitit" / jobs["loss_dapo"] / f"{jobs['loss_dapo']}_0_log.out").read_text()
+    assert "Caught signal SIGUSR2" in signalled and "Calling checkpoint method" in signalled
+    for run in ("scalerl", "loss_dapo", "ppo_offpolicy"):
+        run_dir = sweep_dir / run
+        raw = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        # the raw file: every step once, in order, nothing lost or repeated across the requeue
+        assert [r["step"] for r in raw if r["kind"] == "train"] == list(range(1, STEPS + 1)), run
+        assert [r["step"] for r in raw if r["kind"] == "eval"] == list(range(0, STEPS + 1, 3)), run
+        records, warnings = read_metrics(run_dir / "metrics.jsonl")
+        assert len(records) == len(raw) and not warnings
+    logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").glob("*/*_log.out"))
+    assert f"$(touch {marker})" in logs and not marker.exists()
+
+
+def test_plain_sbatch_script_makes_the_same_run_dir(slurm_cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path, "plain")
+    args = (f"conf={spec}", *SLURM, "trainer.max_steps=4", "trainer.checkpoint_every=2", "trainer.eval_every=2")
+    result = CliRunner().invoke(app, ["sweep", *args, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    script = tmp_path / "slurm/plain/ppo_offpolicy.sbatch"
+    done = subprocess.run(["sbatch", "--wait", str(script)], capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = (tmp_path / "results/plain/ppo_offpolicy").resolve()
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "done"
+    assert [r["step"] for r in read_metrics(run_dir / "metrics.jsonl")[0] if r["kind"] == "train"] == [1, 2, 3, 4]
+    assert list(run_dir.glob("slurm-*.out"))
+    plan = plan_sweep(SweepRequest(args=args))
+    assert plan.skipped == {"ppo_offpolicy": "finished"}
+    assert [r.run.name for r in plan.submit] == ["scalerl", "loss_dapo"]
