@@ -16,7 +16,7 @@ from rlscale.config.schema import ModelConfig, RunConfig
 from rlscale.engines.char_tokenizer import CharTokenizer
 from rlscale.engines.tiny_model import build_tiny_llama
 from rlscale.train.components import build_components
-from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec
+from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec, generator_devices
 
 DEADLINE_S = 120.0
 
@@ -29,15 +29,18 @@ def wait_for(condition, what: str, timeout: float = DEADLINE_S) -> None:
         time.sleep(0.002)
 
 
-def test_update_lands_mid_sequence_in_a_generator_process(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=[
+    pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")])])
+def test_update_lands_mid_sequence_in_a_generator_process(tmp_path, device):
     cfg = RunConfig()
     cfg.length.window = [100, 120]  # long traces: the update arrives while they are being decoded
     tok = CharTokenizer(cfg.length.phrase)
     torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval().to(device)
     new_policy = copy.deepcopy(model)
     new_policy.lm_head.weight.data.zero_()  # uniform sampling: log-probability -log(V) for every token
-    pool = GeneratorPool(GeneratorSpec(cfg, tok, generations=4, threads=1), ["cpu"], model, queue_size=1,
+    devices = generator_devices(torch.device(device), 1)  # CUDA: the next GPU (weights through CUDA IPC)
+    pool = GeneratorPool(GeneratorSpec(cfg, tok, generations=4, threads=1), devices, model, queue_size=1,
                          log_dir=tmp_path)
     try:
         pool.publish(model, 0)

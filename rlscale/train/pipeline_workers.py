@@ -31,6 +31,7 @@ import torch.multiprocessing as mp
 from rlscale.config.schema import RunConfig
 from rlscale.engines.torch_generator import Completion
 from rlscale.results.atomic import atomic_write
+from rlscale.train.components import build_generator
 from rlscale.train.pipeline_weights import POLL_S, PolicyReplica, SharedWeights
 
 HEARTBEAT_TIMEOUT_S = 300.0
@@ -143,8 +144,6 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
             raise SystemExit(0)
 
     try:
-        from rlscale.train.components import build_generator
-
         if spec.threads > 0:
             torch.set_num_threads(spec.threads)
         if torch.device(device).type == "cuda":
