@@ -25,16 +25,16 @@ section, so a call stopped at its limit still returns what finished.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import torch
 
@@ -232,6 +232,14 @@ def rl_step(c: Components, step: int):
     return groups, result
 
 
+def release(device: torch.device) -> None:
+    """Free what the finished measurement left (its models, caches, graphs) before the next one."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
 def peaks(device: torch.device) -> tuple[float, float, str]:
     if device.type != "cuda":
         return float("nan"), float("nan"), "cpu"
@@ -276,9 +284,14 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
             cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
             _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
             del cache
-            decode_s = gen_s - prefill_s
+            # the decode loop alone (prefill subtracted; no host-side conversion of the completions)
+            session = engine.session(rows, work.prompt_len)
+            budgets = torch.full((rows,), work.think)
+            _, loop_s = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), dev)
+            decode_s = loop_s - prefill_s
             need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
             rec.update(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need,
+                       decode_tok_s=rows * steps / decode_s,
                        weight_bytes=engine.decoder.weight_bytes(), hbm_fraction=need / bw_peak / decode_s,
                        hbm_fraction_measured_bw=need / out["env"].get("copy_bw", float("nan")) / decode_s)
             if ablation:
@@ -297,10 +310,6 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         c.source.close()
         out.setdefault("models", {}).setdefault(shape_name, {})[head] = rec
         out["card"] = card
-        del c, engine, groups, batch
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats(dev)
 
 
 def ablate(c: Components, prompts: List[List[int]], fp32_head: bool, work: Workload, dev: torch.device) -> dict:
@@ -315,7 +324,6 @@ def ablate(c: Components, prompts: List[List[int]], fp32_head: bool, work: Workl
         engine.generate(prompts[:warm], budgets[:warm], 0, 0, None, c.tok.decode)
         done, seconds = timed(lambda: engine.generate(prompts, budgets, 1, 0, None, c.tok.decode)[0], dev)
         out[name] = sum(len(x.tokens) for x in done) / seconds
-        del engine
     return out
 
 
@@ -389,7 +397,9 @@ def measure_trl(shape_name: str, work_flag: List[str], device: str, out: dict, t
         cmd = [sys.executable, __file__, "--trl-worker", shape_name, "--trl-result", str(path), "--device", device,
                *work_flag]
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            # one visible GPU: TRL's Trainer would wrap the model in nn.DataParallel, which GRPOTrainer refuses
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]}
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
             error = None if done.returncode == 0 else (done.stderr or done.stdout)[-3000:]
         except subprocess.TimeoutExpired:
             error = f"TRL run exceeded {timeout:.0f} s"
@@ -429,9 +439,7 @@ def measure_pipeline(shape_name: str, work: Workload, device: str, steps: int, o
                 c.source.close()
             rec[mode] = {"samples_per_s": steps * work.prompts * work.generations / wall, "seconds": wall,
                          "mean_lag": sum(lags) / len(lags)}
-            del c
-            if dev.type == "cuda":
-                torch.cuda.empty_cache()
+        release(dev)
     rec["ratio"] = rec["pipeline"]["samples_per_s"] / rec["ppo"]["samples_per_s"]
     out.setdefault("pipeline", {})[f"{shape_name}-{rec['gpus']}gpu"] = rec
 
@@ -519,7 +527,6 @@ def run_checks(device: str, out: dict) -> None:
                               and (not c.interrupted or c.tokens[c.think_tokens:c.think_tokens + len(phrase)] == phrase)
                               for c, b in zip(results[0], budgets.tolist()))
     out["checks"] = checks
-    del model, dec, cache
 
 
 # -- report ------------------------------------------------------------------------------------------------
@@ -542,7 +549,8 @@ def table(out: dict) -> str:
     if models:
         lines += ["", "| metric | " + " | ".join(f"{m} {h}" for m in models for h in models[m]) + " |",
                   "|---|" + "---|" * sum(len(v) for v in models.values())]
-        rows = [("generation tokens/s", "gen_tok_s", ".4g"), ("decode s (512 steps)", "decode_seconds", ".3g"),
+        rows = [("generation tokens/s (generate call)", "gen_tok_s", ".4g"),
+                ("decode tokens/s (decode loop)", "decode_tok_s", ".4g"), ("decode s", "decode_seconds", ".3g"),
                 ("decode / HBM bound (datasheet)", "hbm_fraction", ".1%"),
                 ("decode / HBM bound (measured copy BW)", "hbm_fraction_measured_bw", ".1%"),
                 ("training tokens/s", "train_tok_s", ".4g"), ("training MFU (6PT / bf16 peak)", "mfu", ".1%"),
@@ -587,11 +595,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="tiny shape and batch (CPU smoke run)")
-    ap.add_argument("--sections", default="env,checks,models,trl,pipeline")
+    ap.add_argument("--sections", default="env,checks,models,trl,pipeline",
+                    help="trl runs inside models, after each model's rlscale measurements")
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
     ap.add_argument("--pipeline-model", default="smollm2-135m")
     ap.add_argument("--pipeline-steps", type=int, default=16)
     ap.add_argument("--trl-timeout", type=float, default=240)
+    ap.add_argument("--budget", type=float, default=570, help="seconds; TRL runs are cut to end within it")
     ap.add_argument("--trl-worker")
     ap.add_argument("--trl-result", type=Path)
     args = ap.parse_args()
@@ -605,16 +615,23 @@ def main() -> None:
     out: dict = {"workload": work.__dict__}
     measure_env(args.device, out)
     save(out, args.out)
+    deadline = time.perf_counter() + args.budget
     for section in sections:
         start = time.perf_counter()
         if section == "checks":
             run_checks(args.device, out)
-        elif section == "models":
+            release(torch.device(args.device))
+        elif section == "models":  # per model: the rlscale variants, then TRL on the same shape
             for m in models:
                 for fp32_head in (False, True):
                     measure_variant(m, fp32_head, work, args.device, out, ablation=not fp32_head)
+                    release(torch.device(args.device))
                     save(out, args.out)
-        elif section == "trl":
+                if "trl" in sections:
+                    left = deadline - time.perf_counter() - 15
+                    measure_trl(m, work_flag, args.device, out, min(args.trl_timeout, max(left, 1)))
+                    save(out, args.out)
+        elif section == "trl" and "models" not in sections:
             for m in models:
                 measure_trl(m, work_flag, args.device, out, args.trl_timeout)
                 save(out, args.out)

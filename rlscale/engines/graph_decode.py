@@ -94,8 +94,8 @@ class DecodeSession:
 
     @torch.no_grad()
     def run(self, prompts: Sequence[List[int]], budgets: torch.Tensor, seed: int, steps: int,
-            version: int, version_hook: Optional[Callable[[], int]]) -> tuple[List[int], int]:
-        """Sample up to ``steps`` tokens for ``prompts``; returns (version of every step, prompt width)."""
+            version: int, version_hook: Optional[Callable[[], int]]) -> List[int]:
+        """Sample up to ``steps`` tokens for ``prompts`` into ``phases``; returns the version of every step."""
         ph, dec = self.phases, self.decoder
         dec.refresh()
         ids, attn = left_pad(prompts, self.rows, ph.rules.pad_id, dec.device)
@@ -122,7 +122,7 @@ class DecodeSession:
                 self.step(kv_len)
             if (t + 1) % CHECK_EVERY == 0 and ph.all_done():
                 break
-        return versions, width
+        return versions
 
 
 class GraphDecoder:
@@ -155,5 +155,5 @@ class GraphDecoder:
         """(completions, decode steps) for ``prompts`` with think ``budgets`` [n] and sampling ``seed``."""
         session = self.session(len(prompts), max(len(p) for p in prompts))
         steps = self.rules.max_steps(int(budgets.max()))
-        versions, _ = session.run(prompts, budgets, seed, steps, version, version_hook)
+        versions = session.run(prompts, budgets, seed, steps, version, version_hook)
         return session.phases.completions(prompts, versions, decode), session.phases.steps_taken()
