@@ -27,7 +27,7 @@ STEPS = 2
 OVERRIDES = ["model=smollm2", "task=math", "task.path=champ", "task.val_size=4", "offpolicy=ppo", "offpolicy.k=1",
              "filtering=none", "batch.prompts=2", "batch.generations=2", "generation.max_think_tokens=4",
              "generation.max_answer_tokens=4", "length.window=[2,4]", f"trainer.max_steps={STEPS}",
-             f"trainer.eval_every={STEPS}", "trainer.eval_samples=1", "engine.device=cpu", "engine.threads=2"]
+             f"trainer.eval_every={STEPS}", "trainer.eval_samples=1", "engine.device=cpu", "engine.threads=1"]
 LEARNERS = [
     pytest.param(["engine=torch"], id="torch"),
     pytest.param(["engine=deepspeed", "engine.zero_stage=3"], id="deepspeed-zero3",
@@ -42,7 +42,7 @@ LEARNERS = [
 def test_smollm2_trains_on_champ_and_writes_a_valid_run_directory(tmp_path, engine):
     run_dir = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "rlscale.cli", "run", *OVERRIDES, *engine, f"out={run_dir}"],
-                          capture_output=True, text=True, timeout=1800, env={**os.environ, "OMP_NUM_THREADS": "2"})
+                          capture_output=True, text=True, timeout=1800, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     config = yaml.safe_load((run_dir / "config.yaml").read_text())

@@ -143,6 +143,9 @@ class TorchLearner:
                           entropy=entropy, kl=kl if kl_seen else None,
                           trained_tokens=int(batch.attention_mask.sum()))
 
+    def close(self) -> None:
+        """Nothing to release (the DeepSpeed learner releases its follower ranks here)."""
+
     def state_dict(self) -> dict:
         state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
         if self.master is not None:

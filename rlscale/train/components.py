@@ -5,6 +5,7 @@ swapped here without touching it."""
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,21 @@ def typed(cfg: DictConfig) -> RunConfig:
 
 
 def pick_device(name: str) -> torch.device:
+    """``auto``: CUDA when available, else CPU. Under a multi-process launch each rank takes the GPU of its
+    LOCAL_RANK."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     return torch.device(name)
+
+
+def prepare_process(cfg: RunConfig) -> torch.device:
+    """Threads, seed and device of this process (every rank of a launch does the same)."""
+    if cfg.engine.threads > 0:
+        torch.set_num_threads(cfg.engine.threads)
+    torch.manual_seed(cfg.seed)
+    return pick_device(cfg.engine.device)
 
 
 def build_task(cfg: RunConfig) -> Task:
@@ -100,10 +113,7 @@ def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) 
 
 def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     cfg = typed(cfg_in)
-    if cfg.engine.threads > 0:
-        torch.set_num_threads(cfg.engine.threads)
-    device = pick_device(cfg.engine.device)
-    torch.manual_seed(cfg.seed)
+    device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
     generator = build_generator(cfg, model, tok, device)
@@ -116,3 +126,14 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length, rng, meter)
     source = build_source(cfg, sampler, model, run_dir)
     return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source)
+
+
+def build_follower_learner(cfg_in: DictConfig):
+    """Ranks > 0 of a DeepSpeed launch: the same policy and learner as rank 0, without the generator,
+    curriculum or rollout source, which live on rank 0 alone."""
+    cfg = typed(cfg_in)
+    if cfg.engine.learner != "deepspeed":
+        raise ValueError(f"engine.learner={cfg.engine.learner}: only the deepspeed learner runs on several ranks")
+    device = prepare_process(cfg)
+    model, _ = build_policy(cfg, build_task(cfg), device)
+    return build_learner(cfg, model)

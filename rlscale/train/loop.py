@@ -16,12 +16,13 @@ from typing import Dict, List
 import torch
 from omegaconf import DictConfig
 
+from rlscale.engines.deepspeed_learner import follower_rank
 from rlscale.results.metrics import MetricsLog
 from rlscale.results.status import RunState, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.train.batch import ScoredGroup, TrainBatch, collate
 from rlscale.train.checkpoint import load_checkpoint, save_checkpoint
-from rlscale.train.components import Components, build_components
+from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
 
 log = logging.getLogger("rlscale.train")
@@ -168,10 +169,15 @@ class RunLoop:
 
     def close(self) -> None:
         self.comps.source.close()
+        self.comps.learner.close()
 
 
 def train(cfg: DictConfig, run_dir: Path) -> str:
-    """Train or resume one run; write status.json; return the final state."""
+    """Train or resume one run; write status.json; return the final state. Ranks > 0 of a DeepSpeed
+    launch only mirror rank 0's learner calls and write nothing (rlscale.engines.deepspeed_learner)."""
+    if follower_rank():
+        build_follower_learner(cfg).follow()
+        return RunState.DONE.value
     run_dir = Path(run_dir)
     write_status(run_dir, RunState.RUNNING, pid=os.getpid())
     loop = None

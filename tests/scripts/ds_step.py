@@ -2,10 +2,10 @@
 
 ``--learner torch`` runs ``TorchLearner`` in one process (the reference); ``--learner deepspeed`` runs
 ``DeepSpeedLearner`` on every rank of a launch (``torchrun --nproc_per_node 2``, gloo on CPU), once per
-``--zero-stage``: rank 0 drives it, the other ranks follow, as in the training loop. Both use the same tiny Llama (fixed seed),
-the same batches (rows of different lengths, prompt groups of different sizes, so the ranks' shards
-differ and micro-batching needs a ballast pass) with advantages and global aggregation weights from
-``rlscale.rl``. After update 1 the learner state is saved; update 2 is then made twice, the second time
+``--zero-stage``: rank 0 drives it, the other ranks follow, as in the training loop. Both use the same
+tiny Llama (fixed seed), the same batches (rows of different lengths, prompt groups of different sizes,
+so the ranks' shards differ and micro-batching needs a ballast pass) with advantages and global
+aggregation weights from ``rlscale.rl``. After update 1 the learner state is saved; update 2 is then made twice, the second time
 after restoring the model and learner to their state after update 1 (a resume must give the same
 weights). The results and weights go to ``--out`` (deepspeed: rank 0 writes {zero stage: ...}).
 """
