@@ -35,3 +35,10 @@ def slurm_cluster() -> str:
         if up.returncode != 0 or not _sinfo_answers():
             pytest.fail(f"scripts/slurm-localhost.sh up failed: {(up.stdout + up.stderr)[-2000:]}")
     return os.environ["SLURM_CONF"]
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """Run the CLI from an empty folder (results/ and slurm/ land there)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -15,12 +15,6 @@ from rlscale.sweep.resolve import hydra_quote
 EVIL = "$(touch {m}) `touch {m}` \"dq\" 'sq' ; touch {m}"
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def sweep(*args: str):
     return CliRunner().invoke(app, ["sweep", *args])
 

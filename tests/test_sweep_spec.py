@@ -20,13 +20,6 @@ LOO_AXES = {"loss_dapo": "loss", "bf16_head": "precision", "sample_agg": "aggreg
             "ppo_offpolicy": "offpolicy", "length_penalty": "length"}
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    """Run the CLI from an empty folder (results/ and slurm/ land there)."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def sweep(*args: str):
     return CliRunner().invoke(app, ["sweep", *args])
 
