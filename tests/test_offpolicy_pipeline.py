@@ -17,16 +17,10 @@ from rlscale.engines.char_tokenizer import CharTokenizer
 from rlscale.engines.tiny_model import build_tiny_llama
 from rlscale.train.components import build_components
 from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec, generator_devices
+from waiting import wait_for
 
 DEADLINE_S = 120.0
 
-
-def wait_for(condition, what: str, timeout: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.002)
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=[

@@ -18,6 +18,7 @@ import pytest
 
 from rlscale.config import compose_run_config
 from rlscale.train.loop import train
+from waiting import wait_for
 
 DEADLINE_S = 120.0
 
@@ -40,13 +41,6 @@ def train_lines(run_dir: Path) -> List[dict]:
 def status(run_dir: Path) -> dict:
     return json.loads((run_dir / "status.json").read_text())
 
-
-def wait_for(condition, what: str, timeout: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_ppo_offpolicy_generates_every_k_steps_and_lags_up_to_k_minus_1(tmp_path):
