@@ -1,7 +1,7 @@
 """Benchmark of the off-policy algorithms (issue 6, Section 3.1): synchronous (PPO-off-policy-1),
 PPO-off-policy-k and PipelineRL-k at the same batch on the embedded default (tiny model, chain_sum).
 
-    python bench/offpolicy_bench.py [--steps 24] [--skip 8] [--k 8] [--threads 1] [--generators 1] [--repeats 1]
+    python bench/offpolicy_bench.py [--steps 24] [--skip 8] [--k 8] [--threads 0] [--generators 1] [--repeats 1]
 
 Each mode is a real run (``rlscale.train.loop.train``) without evaluations or checkpoints in between;
 the first ``--skip`` steps (pipeline fill, PPO's first block) are left out of the figures. With
@@ -67,7 +67,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--skip", type=int, default=8)
     parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="engine.threads: torch threads of a run, PipelineRL splits them (0: all cores)")
     parser.add_argument("--generators", type=int, default=1, help="PipelineRL generator processes")
     parser.add_argument("--repeats", type=int, default=1, help="runs per mode, in rotating order (median)")
     args = parser.parse_args()
@@ -89,7 +90,7 @@ def main() -> None:
     results = {name: median(rs) for name, rs in runs.items()}
     cfg = compose_run_config(common)
     print(f"\nembedded default, batch {cfg.batch.prompts} prompts x {cfg.batch.generations} generations, "
-          f"steps {args.skip + 1}..{args.steps} measured, {args.threads} torch thread(s) per process, "
+          f"steps {args.skip + 1}..{args.steps} measured, engine.threads={args.threads}, "
           f"{args.generators} generator process(es), {os.cpu_count()} CPU cores, median of {args.repeats} run(s)")
     print(f"{'mode':<20}{'samples/s':>10}{'samples/core-s':>16}{'gen idle %':>12}{'trainer idle %':>16}"
           f"{'mean lag':>10}{'load':>7}")

@@ -1,13 +1,17 @@
 """CPU throughput of the embedded default: generation and training tokens/s of the tiny model, and the
-wall time of one default run (``rlscale run`` with the ScaleRL recipe's defaults in PPO mode).
+wall time, rise and Eq. 1 fit of one default run (``rlscale run`` with no override: the ScaleRL recipe,
+PipelineRL, 100 updates, 11 evals) against the synchronous on-policy loop (``offpolicy=ppo
+offpolicy.k=1``) measured in the same invocation.
 
-    python bench/train_cpu.py [--threads 1] [--steps 60]
+    python bench/train_cpu.py [--threads 1] [--batches 5]
 
-Prints a table; the last row is the ratio of training to generation throughput measured in this run
-(the baseline is the generator, measured in the same process)."""
+Prints a table; the last row is the ratio of the default run's wall time to the synchronous baseline's.
+Issue 3's target: the default run takes <= 120 s on 2 cores and rises >= 0.3 over R0 with R^2 >= 0.9."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -17,6 +21,8 @@ from pathlib import Path
 import torch
 
 from rlscale.config import compose_run_config
+from rlscale.fit.api import fit_results
+from rlscale.fit.schema import FitSettings
 from rlscale.train.loop import RunLoop, prepare_batch
 
 
@@ -41,29 +47,38 @@ def measure(threads: int, batches: int) -> dict:
     return {"gen_tok_s": gen_tokens / gen_s, "train_tok_s": train_tokens / train_s}
 
 
-def default_run_seconds(threads: int, steps: int) -> float:
+def timed_run(overrides: list[str]) -> dict:
+    """Wall seconds of one ``rlscale run`` in a fresh process, its R0, final reward and Eq. 1 fit."""
     with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rlscale.cli", "run", f"out={tmp}/run", f"engine.threads={threads}",
-                        f"trainer.max_steps={steps}", "offpolicy=ppo", "offpolicy.k=1"], check=True,
+        subprocess.run([sys.executable, "-m", "rlscale.cli", "run", f"out={run_dir}", *overrides], check=True,
                        capture_output=True)
-        return time.perf_counter() - start
+        wall = time.perf_counter() - start
+        lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        curve = [r["val_reward"] for r in lines if r["kind"] == "eval"]
+        fit = fit_results(run_dir, FitSettings(n_boot=0)).runs[0]
+    return {"wall": wall, "r0": curve[0], "final": curve[-1], "r2": fit.r2 or float("nan"), "A": fit.A}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads for the throughput rows")
     ap.add_argument("--batches", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=60)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     m = measure(args.threads, args.batches)
-    wall = default_run_seconds(args.threads, args.steps)
-    print(f"{'metric':<40}{'value':>14}")
-    print(f"{'generation tokens/s (prompt+completion)':<40}{m['gen_tok_s']:>14.0f}")
-    print(f"{'training tokens/s (fwd+bwd)':<40}{m['train_tok_s']:>14.0f}")
-    print(f"{f'default run wall s ({args.steps} steps, incl. evals)':<40}{wall:>14.1f}")
-    print(f"{'ratio train/generation tokens/s':<40}{m['train_tok_s'] / m['gen_tok_s']:>14.2f}")
+    default = timed_run([])
+    sync = timed_run(["offpolicy=ppo", "offpolicy.k=1"])
+    print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'metric':<52}{'value':>12}")
+    print(f"{f'generation tokens/s (prompt+completion, {args.threads} thr)':<52}{m['gen_tok_s']:>12.0f}")
+    print(f"{f'training tokens/s (fwd+bwd, {args.threads} thr)':<52}{m['train_tok_s']:>12.0f}")
+    for name, r in (("default run (ScaleRL, PipelineRL-2)", default), ("baseline: synchronous run (PPO-1)", sync)):
+        print(f"{name + ' wall s':<52}{r['wall']:>12.1f}")
+        print(f"{name + ' R0 -> final':<52}{r['r0']:>5.3f} {r['final']:>6.3f}")
+        print(f"{name + ' Eq. 1 R^2, A':<52}{r['r2']:>5.3f} {r['A'] or float('nan'):>6.3f}")
+    print(f"{'ratio default / synchronous wall':<52}{default['wall'] / sync['wall']:>12.2f}")
 
 
 if __name__ == "__main__":

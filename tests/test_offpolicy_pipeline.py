@@ -16,6 +16,7 @@ from rlscale.config.schema import ModelConfig, RunConfig
 from rlscale.engines.char_tokenizer import CharTokenizer
 from rlscale.engines.tiny_model import build_tiny_llama
 from rlscale.train.components import build_components
+from rlscale.train.pipeline import split_cpu_threads
 from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec, generator_devices
 from waiting import wait_for
 
@@ -81,3 +82,19 @@ def test_generators_run_at_most_k_batches_ahead_of_a_slow_trainer(tmp_path):
     assert lags == [0, 1, 2, 2, 2]
     assert metrics["queue_depth"] == 2  # the chunks of k batches were waiting when the last one was asked for
     assert metrics["generator_idle_frac"] > 0.5  # the generators waited for the trainer
+
+
+@pytest.mark.parametrize("budget,generators,share", [(2, 1, 1), (4, 1, 2), (8, 3, 2), (1, 1, 1), (3, 4, 1)])
+def test_cpu_thread_budget_is_shared_between_trainer_and_generators(budget, generators, share):
+    """On 2 cores the default used to start a 2-thread trainer beside a 2-thread generator: the OpenMP
+    pools spun against each other and a run took 6.6 min instead of 77 s."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(budget)
+        assert split_cpu_threads(torch.device("cpu"), generators) == share
+        assert torch.get_num_threads() == share
+        torch.set_num_threads(budget)
+        assert split_cpu_threads(torch.device("cuda", 0), generators) == 0  # GPUs: threads left alone
+        assert torch.get_num_threads() == budget
+    finally:
+        torch.set_num_threads(before)

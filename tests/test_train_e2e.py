@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from rlscale.fit.api import fit_results
+from rlscale.fit.schema import FitSettings
 from rlscale.results.metrics import read_metrics
 
 pytestmark = pytest.mark.slow
@@ -46,16 +48,20 @@ def without_timing(rec: dict) -> dict:
     return {k: v for k, v in rec.items() if k not in TIMING_KEYS}
 
 
-def test_default_run_raises_validation_reward(tmp_path):
-    run_to_end("out=" + str(tmp_path / "run"), "trainer.max_steps=40", "trainer.eval_every=10", "offpolicy=ppo",
-               "offpolicy.k=1", "engine.threads=1")
+def test_default_run_learns_a_sigmoid(tmp_path):
+    """Issue 3's bar on the true default (the ScaleRL recipe, PipelineRL, 100 updates): validation pass
+    rate rises by >= 0.3 over R0 and Eq. 1 fits the curve with R^2 >= 0.9. PipelineRL depends on timing,
+    so the bars keep a margin: idle-machine runs rose 0.40-0.44 with R^2 0.95-0.97."""
+    run_to_end("out=" + str(tmp_path / "run"))
     evals = [r for r in lines(tmp_path / "run" / "metrics.jsonl") if r["kind"] == "eval"]
-    assert [r["step"] for r in evals] == [0, 10, 20, 30, 40]
-    r0, last = evals[0]["val_reward"], max(r["val_reward"] for r in evals[-2:])
-    assert 0.05 <= r0 <= 0.35, r0
-    assert last >= r0 + 0.15, [r["val_reward"] for r in evals]
-    status = json.loads((tmp_path / "run" / "status.json").read_text())
-    assert status["state"] == "done"
+    assert [r["step"] for r in evals] == list(range(0, 101, 10))
+    curve = [r["val_reward"] for r in evals]
+    assert 0.05 <= curve[0] <= 0.35, curve
+    assert max(curve[-2:]) >= curve[0] + 0.3, curve
+    fit = fit_results(tmp_path / "run", FitSettings(n_boot=0)).runs[0]
+    assert fit.status == "ok" and fit.r2 >= 0.9, (fit.status, fit.r2, curve)
+    assert json.loads((tmp_path / "run" / "status.json").read_text())["state"] == "done"
+
 
 
 def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):

@@ -159,7 +159,7 @@ class OptimConfig:
     """AdamW, constant lr after linear warm-up (paper: 5e-7, eps 1e-15, wd 0.01, 100 warm-up steps;
     scaled for the tiny model)."""
 
-    lr: float = 2.0e-4
+    lr: float = 1.0e-4
     betas: List[float] = field(default_factory=lambda: [0.9, 0.999])
     eps: float = 1.0e-15
     weight_decay: float = 0.01
@@ -170,7 +170,8 @@ class OptimConfig:
 @dataclass
 class EngineConfig:
     """Backends: generator ``torch`` | ``vllm``; learner ``torch`` | ``deepspeed`` (ZeRO ``zero_stage``).
-    ``device``: auto | cpu | cuda; ``threads``: torch intra-op threads (0 = leave as is)."""
+    ``device``: auto | cpu | cuda; ``threads``: torch intra-op threads of the run (0 = leave
+    as is); PipelineRL on CPU shares them equally between the trainer and its generator processes."""
 
     generator: str = "torch"
     learner: str = "torch"
@@ -184,8 +185,8 @@ class TrainerConfig:
     """Loop length and cadence. Eval: mean pass rate on the held-out split, ``eval_samples`` samples
     per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2)."""
 
-    max_steps: int = 60
-    eval_every: int = 5
+    max_steps: int = 100
+    eval_every: int = 10
     eval_samples: int = 4
     checkpoint_every: int = 10
     truncation_warn: float = 0.10

@@ -55,6 +55,18 @@ class StepCounters:
     queue_depth: int = 0
 
 
+def split_cpu_threads(device: torch.device, generators: int) -> int:
+    """On CPU the trainer and its generators share this process's thread budget (``engine.threads``,
+    or the sweep lane's cap, or torch's default): each of the 1 + ``generators`` processes gets an equal
+    share, at least one thread, and the trainer takes its share now. Oversubscribed OpenMP pools spin
+    against each other (5x slower on 2 cores). On CUDA nothing changes (0 = leave as is)."""
+    if device.type != "cpu":
+        return 0
+    share = max(1, torch.get_num_threads() // (1 + generators))
+    torch.set_num_threads(share)
+    return share
+
+
 class PipelineSource:
     """PipelineRL-k as a ``RolloutSource`` (see the module docstring for the protocol and its bound)."""
 
@@ -69,8 +81,8 @@ class PipelineSource:
         self.k = off.k
         self.chunk = math.ceil(self.prompts / off.num_generators)
         self.seed = cfg.seed
-        spec = GeneratorSpec(cfg, sampler.tok, cfg.batch.generations, cfg.engine.threads)
         device = next(model.parameters()).device
+        spec = GeneratorSpec(cfg, sampler.tok, cfg.batch.generations, split_cpu_threads(device, off.num_generators))
         self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.queue_size,
                                      run_dir)
         self.consumed = 0                      # groups handed to the trainer
