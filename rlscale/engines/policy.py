@@ -34,7 +34,8 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     """Log-probabilities of each token given its prefix (right-padded rows), under the sampling
     temperature, as the learner needs them."""
     hidden = model.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    logits = head_logits(model, hidden[:, :-1], fp32_head) / temperature
+    logits = head_logits(model, hidden[:, :-1], fp32_head)
+    logits = logits / temperature if temperature != 1.0 else logits  # a full-vocabulary pass saved at T = 1
     logprobs = torch.log_softmax(logits, dim=-1)
     logp = logprobs.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     if with_entropy:

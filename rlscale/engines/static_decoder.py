@@ -22,6 +22,8 @@ from typing import List, Optional
 import torch
 import torch.nn.functional as F
 
+from rlscale.engines.decode_attention import available, decode_attention, decode_attention_reference
+
 SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
 
 
@@ -206,8 +208,7 @@ class StaticKVDecoder:
         batch = token.shape[0]
         cos, sin = self._cos[pos], self._sin[pos]
         cache.mask.index_fill_(1, slot, True)
-        bias = torch.zeros((batch, 1, 1, kv_len), dtype=self.dtype, device=token.device)
-        bias.masked_fill_(~cache.mask[:, None, None, :kv_len], float("-inf"))
+        attend = decode_attention if available(token.device) else decode_attention_reference
         groups = self.heads // self.kv_heads
         x = F.embedding(token, self.embed)
         for i, layer in enumerate(self.layers):
@@ -215,10 +216,8 @@ class StaticKVDecoder:
             keys, values = cache.keys[i], cache.values[i]
             keys.index_copy_(2, slot, k.unsqueeze(2))
             values.index_copy_(2, slot, v.unsqueeze(2))
-            # grouped-query attention without repeating the cache: the G query heads of one KV head
-            # form that head's query "sequence"
-            out = F.scaled_dot_product_attention(q.view(batch, self.kv_heads, groups, self.head_dim),
-                                                 keys[:, :, :kv_len], values[:, :, :kv_len], attn_mask=bias)
+            # grouped-query attention without repeating the cache (rlscale.engines.decode_attention)
+            out = attend(q.view(batch, self.kv_heads, groups, self.head_dim), keys, values, cache.mask, kv_len)
             x = self._output(self.step_output, layer, x, out.reshape(batch, self.heads * self.head_dim))
         return rms_norm(x, self.norm, self.eps)
 
