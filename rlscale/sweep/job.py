@@ -32,7 +32,6 @@ class RunJob(submitit.helpers.Checkpointable):
     current: Optional[Path] = None
 
     def __call__(self) -> Dict[str, str]:
-        _limit_threads(self.threads)
         from rlscale.train.entry import train_run_dir
 
         states: Dict[str, str] = {}
@@ -40,6 +39,7 @@ class RunJob(submitit.helpers.Checkpointable):
             state = read_status(run_dir)["state"]
             if state not in FINISHED:  # done or diverged before a requeue of this job: keep the result
                 self.current = run_dir
+                _limit_threads(self.threads)  # per run: a PipelineRL run splits the budget it finds
                 try:
                     state = train_run_dir(run_dir)
                 except Exception as err:  # one crashing run never stops the others
