@@ -117,6 +117,7 @@ class StaticKVDecoder:
         self.embed = model.model.embed_tokens.weight
         self.dtype = self.embed.dtype
         self.device = self.embed.device
+        self.attend = decode_attention if available(self.device) else decode_attention_reference
         self.layers: List[_Layer] = []
         for layer in model.model.layers:
             attn, mlp = layer.self_attn, layer.mlp
@@ -208,7 +209,6 @@ class StaticKVDecoder:
         batch = token.shape[0]
         cos, sin = self._cos[pos], self._sin[pos]
         cache.mask.index_fill_(1, slot, True)
-        attend = decode_attention if available(token.device) else decode_attention_reference
         groups = self.heads // self.kv_heads
         x = F.embedding(token, self.embed)
         for i, layer in enumerate(self.layers):
@@ -217,7 +217,7 @@ class StaticKVDecoder:
             keys.index_copy_(2, slot, k.unsqueeze(2))
             values.index_copy_(2, slot, v.unsqueeze(2))
             # grouped-query attention without repeating the cache (rlscale.engines.decode_attention)
-            out = attend(q.view(batch, self.kv_heads, groups, self.head_dim), keys, values, cache.mask, kv_len)
+            out = self.attend(q.view(batch, self.kv_heads, groups, self.head_dim), keys, values, cache.mask, kv_len)
             x = self._output(self.step_output, layer, x, out.reshape(batch, self.heads * self.head_dim))
         return rms_norm(x, self.norm, self.eps)
 
