@@ -25,6 +25,7 @@ section, so a call stopped at its limit still returns what finished.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -92,6 +93,7 @@ class Workload:
         return self.think + self.phrase + self.answer
 
 
+PAPER_ROWS = 768  # the paper's batch: 48 prompts x 16 generations (Section 2)
 GPU_WORK = Workload(prompts=32, generations=8, prompt_len=128, think=480, answer=24, pool=1024)
 CPU_WORK = Workload(prompts=2, generations=2, prompt_len=8, think=16, answer=4, pool=64)
 
@@ -280,22 +282,12 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         rec.update(gen_seconds=gen_s, gen_tokens=gen_tokens, decode_steps=steps, gen_tok_s=gen_tokens / gen_s)
         engine = getattr(c.generator, "engine", None)
         if engine is not None:
-            ids = torch.tensor(prompts, device=dev)
-            cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
-            _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
-            del cache
-            # the decode loop alone (prefill subtracted; no host-side conversion of the completions)
-            session = engine.session(rows, work.prompt_len)
-            budgets = torch.full((rows,), work.think)
-            _, loop_s = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), dev)
-            decode_s = loop_s - prefill_s
-            need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
-            rec.update(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need,
-                       decode_tok_s=rows * steps / decode_s,
-                       weight_bytes=engine.decoder.weight_bytes(), hbm_fraction=need / bw_peak / decode_s,
-                       hbm_fraction_measured_bw=need / out["env"].get("copy_bw", float("nan")) / decode_s)
+            rec.update(decode_loop(engine, prompts, work, steps, dev, bw_peak, out["env"].get("copy_bw", float("nan"))))
             if ablation:
                 rec["ablation_gen_tok_s"] = ablate(c, prompts, fp32_head, work, dev)
+                paper = decode_loop(engine, prompts * (PAPER_ROWS // rows), work, steps, dev, bw_peak, float("nan"))
+                rec["paper_batch_hbm_fraction"] = paper["hbm_fraction"]
+                engine.sessions.clear()
         batch, adv, weights, _ = prepare_batch(groups, c)
         c.learner.step(batch, adv, weights)  # warm-up
         train_runs = [timed(lambda: c.learner.step(batch, adv, weights), dev) for _ in range(2)]
@@ -303,6 +295,13 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         train_s = min(t for _, t in train_runs)
         rec.update(train_seconds=train_s, train_tokens=tokens, train_tok_s=tokens / train_s,
                    mfu=6.0 * params * tokens / train_s / flops_peak)
+        if ablation and dev.type == "cuda":  # the same update without torch.compile
+            eager = build_learner(dataclasses.replace(cfg, engine=dataclasses.replace(cfg.engine, compile=False)),
+                                  c.model)
+            eager.step(batch, adv, weights)
+            rec["train_tok_s_eager"] = tokens / min(timed(lambda: eager.step(batch, adv, weights), dev)[1]
+                                                    for _ in range(2))
+            del eager
         rl_step(c, 0)  # warm-up of the whole step
         rec.update(rl_step_seconds=min(timed(lambda: rl_step(c, s), dev)[1] for s in (1, 2)))
         if dev.type == "cuda":
@@ -310,6 +309,26 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         c.source.close()
         out.setdefault("models", {}).setdefault(shape_name, {})[head] = rec
         out["card"] = card
+
+
+def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, dev: torch.device, bw_peak: float,
+                copy_bw: float) -> dict:
+    """The decode loop alone (prefill subtracted; no host-side conversion of the completions) of ``prompts``
+    through the engine's session for their number of rows, against the HBM bound."""
+    rows = len(prompts)
+    ids = torch.tensor(prompts, device=dev)
+    cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
+    _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
+    del cache
+    session = engine.session(rows, work.prompt_len)
+    budgets = torch.full((rows,), work.think)
+    session.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new session captures its graphs
+    _, loop_s = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), dev)
+    decode_s = loop_s - prefill_s
+    need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
+    return dict(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need, decode_tok_s=rows * steps / decode_s,
+                weight_bytes=engine.decoder.weight_bytes(), hbm_fraction=need / bw_peak / decode_s,
+                hbm_fraction_measured_bw=need / copy_bw / decode_s)
 
 
 def ablate(c: Components, prompts: List[List[int]], fp32_head: bool, work: Workload, dev: torch.device) -> dict:
@@ -553,7 +572,9 @@ def table(out: dict) -> str:
                 ("decode tokens/s (decode loop)", "decode_tok_s", ".4g"), ("decode s", "decode_seconds", ".3g"),
                 ("decode / HBM bound (datasheet)", "hbm_fraction", ".1%"),
                 ("decode / HBM bound (measured copy BW)", "hbm_fraction_measured_bw", ".1%"),
+                ("decode / HBM bound at the paper's batch (768 rows, datasheet)", "paper_batch_hbm_fraction", ".1%"),
                 ("training tokens/s", "train_tok_s", ".4g"), ("training MFU (6PT / bf16 peak)", "mfu", ".1%"),
+                ("training tokens/s, eager learner (no torch.compile)", "train_tok_s_eager", ".4g"),
                 ("RL step s (end to end)", "rl_step_seconds", ".3g"), ("peak GPU memory GiB", "max_memory_gib", ".3g")]
         for label, key, spec in rows:
             cells = [fmt(models[m][h].get(key), spec) for m in models for h in models[m]]

@@ -83,7 +83,7 @@ def test_completions_carry_the_hf_log_probabilities_of_their_tokens():
     assert any(c.interrupted for c in out)
     for c in out:
         ids = torch.tensor([c.prompt_ids + c.tokens])
-        ref = token_logprobs(model, ids, torch.ones_like(ids), True, temperature).logp[0, len(c.prompt_ids) - 1:]
+        ref = token_logprobs(model, ids, True, temperature).logp[0, len(c.prompt_ids) - 1:]
         assert torch.allclose(torch.tensor(c.gen_logp), ref, atol=1e-4)
         assert c.versions == [3] * len(c.tokens)
         if c.interrupted:

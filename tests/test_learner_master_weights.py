@@ -27,7 +27,7 @@ def on_policy_batch(model, rows: int = 4, length: int = 12) -> tuple[TrainBatch,
     ids = torch.randint(6, 90, (rows, length), generator=gen)
     attn = torch.ones_like(ids)
     with torch.no_grad():
-        gen_logp = token_logprobs(model, ids, attn, True).logp.float()
+        gen_logp = token_logprobs(model, ids, True).logp.float()
     mask = torch.ones(rows, length - 1)
     batch = TrainBatch(ids, attn, gen_logp, mask, torch.zeros(rows, length - 1, dtype=torch.long),
                        torch.tensor([1.0, -1.0] * (rows // 2)), torch.arange(rows) // 2)

@@ -150,7 +150,7 @@ def max_logp_gap(model, prompts, completions, fp32_head: bool) -> float:
     for prompt, c in zip(prompts, completions):
         ids = torch.tensor([prompt + c.tokens])
         with torch.no_grad():
-            ref = token_logprobs(model, ids, torch.ones_like(ids), fp32_head=fp32_head, temperature=TEMPERATURE)
+            ref = token_logprobs(model, ids, fp32_head=fp32_head, temperature=TEMPERATURE)
         sampled = torch.tensor(c.sampled)
         gap = ref.logp[0, len(prompt) - 1:][sampled] - torch.tensor(c.gen_logp)[sampled]
         worst = max(worst, float(gap.abs().max()))

@@ -171,13 +171,16 @@ class OptimConfig:
 class EngineConfig:
     """Backends: generator ``torch`` | ``vllm``; learner ``torch`` | ``deepspeed`` (ZeRO ``zero_stage``).
     ``device``: auto | cpu | cuda; ``threads``: torch intra-op threads of the run (0 = leave
-    as is); PipelineRL on CPU shares them equally between the trainer and its generator processes."""
+    as is); PipelineRL on CPU shares them equally between the trainer and its generator processes.
+    ``compile``: on CUDA, torch.compile the torch learner's forward and backward and the torch
+    generator's per-layer decode work (element-wise chains fused around the GEMMs); no effect on CPU."""
 
     generator: str = "torch"
     learner: str = "torch"
     zero_stage: int = 2
     device: str = "auto"
     threads: int = 0
+    compile: bool = True
 
 
 @dataclass

@@ -119,10 +119,8 @@ class PolicyLogprobs(nn.Module):
         self.fp32_head = fp32_head
         self.temperature = temperature
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                with_entropy: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-        out = token_logprobs(self.policy, input_ids, attention_mask, self.fp32_head, self.temperature,
-                             with_entropy=with_entropy)
+    def forward(self, input_ids: torch.Tensor, with_entropy: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        out = token_logprobs(self.policy, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy)
         return out.logp, out.entropy
 
 
@@ -264,10 +262,10 @@ class DeepSpeedLearner:
     @torch.no_grad()
     def _scored(self, part: TrainBatch, reference: bool) -> torch.Tensor:
         """Log-probs of ``part`` under the current weights (the TIS proximal policy) or the reference."""
-        ids, mask = self._on_device(part.input_ids), self._on_device(part.attention_mask)
+        ids = self._on_device(part.input_ids)
         if reference:
-            return token_logprobs(self.ref_model, ids, mask, self.module.fp32_head, self.module.temperature).logp
-        return self.engine(ids, mask)[0]
+            return token_logprobs(self.ref_model, ids, self.module.fp32_head, self.module.temperature).logp
+        return self.engine(ids)[0]
 
     def _step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
         tokens_in_loss = float(batch.mask.sum())
@@ -286,8 +284,7 @@ class DeepSpeedLearner:
             prox = self._scored(part, reference=False) if self.loss_spec.tis_cap is not None else None
             ref = self._scored(part, reference=True) if self.ref_model is not None else None
             self.engine.set_gradient_accumulation_boundary(i == len(plan) - 1)
-            logp, entropy = self.engine(self._on_device(part.input_ids), self._on_device(part.attention_mask),
-                                        with_entropy=True)
+            logp, entropy = self.engine(self._on_device(part.input_ids), with_entropy=True)
             mask = self._on_device(part.mask)
             out = policy_loss(LossInputs(logp=logp, gen_logp=self._on_device(part.gen_logp),
                                          advantages=self._on_device(advantages[mb.rows]), mask=mask,

@@ -29,11 +29,14 @@ class TokenLogprobs:
     entropy: torch.Tensor
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, fp32_head: bool,
-                   temperature: float = 1.0, with_entropy: bool = False) -> TokenLogprobs:
-    """Log-probabilities of each token given its prefix (right-padded rows), under the sampling
-    temperature, as the learner needs them."""
-    hidden = model.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+def token_logprobs(model, input_ids: torch.Tensor, fp32_head: bool, temperature: float = 1.0,
+                   with_entropy: bool = False) -> TokenLogprobs:
+    """Log-probabilities of each token given its prefix, under the sampling temperature, as the learner
+    needs them. Rows are right-padded (``rlscale.train.batch``): under causal attention no real token
+    sees the padding after it and positions count from 0, so no attention mask is passed, which lets
+    SDPA take its fused causal kernels (flash attention on GPU). Values at padding positions are
+    meaningless and must be masked by the caller."""
+    hidden = model.model(input_ids=input_ids).last_hidden_state
     logits = head_logits(model, hidden[:, :-1], fp32_head)
     logits = logits / temperature if temperature != 1.0 else logits  # a full-vocabulary pass saved at T = 1
     logprobs = torch.log_softmax(logits, dim=-1)

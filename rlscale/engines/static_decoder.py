@@ -213,11 +213,9 @@ class StaticKVDecoder:
         x = F.embedding(token, self.embed)
         for i, layer in enumerate(self.layers):
             q, k, v = self._inputs(self.step_inputs, layer, x, cos, sin)
-            keys, values = cache.keys[i], cache.values[i]
-            keys.index_copy_(2, slot, k.unsqueeze(2))
-            values.index_copy_(2, slot, v.unsqueeze(2))
-            # grouped-query attention without repeating the cache (rlscale.engines.decode_attention)
-            out = self.attend(q.view(batch, self.kv_heads, groups, self.head_dim), keys, values, cache.mask, kv_len)
+            # cache write + grouped-query attention without repeating the cache (rlscale.engines.decode_attention)
+            out = self.attend(q.view(batch, self.kv_heads, groups, self.head_dim), cache.keys[i], cache.values[i],
+                              cache.mask, kv_len, k, v, slot)
             x = self._output(self.step_output, layer, x, out.reshape(batch, self.heads * self.head_dim))
         return rms_norm(x, self.norm, self.eps)
 

@@ -46,7 +46,7 @@ class TorchGenerator:
     update of PipelineRL); without it the version is the one given to ``generate``."""
 
     def __init__(self, model, tok: PolicyTokenizer, gen_cfg: GenerationConfig, length_cfg: LengthConfig,
-                 fp32_head: bool, device: torch.device):
+                 fp32_head: bool, device: torch.device, compiled: bool = True):
         self.model = model
         self.tok = tok
         self.gen_cfg = gen_cfg
@@ -59,7 +59,8 @@ class TorchGenerator:
                                 interruption=length_cfg.name == "interruption")
         self.engine: Optional[GraphDecoder] = None
         if device.type == "cuda" and static_decoder.supports(model):
-            self.engine = GraphDecoder(model, self.rules, fp32_head, gen_cfg.temperature, self._longest_budget())
+            self.engine = GraphDecoder(model, self.rules, fp32_head, gen_cfg.temperature, self._longest_budget(),
+                                       compiled=compiled)
 
     def _longest_budget(self) -> int:
         if self.length_cfg.name == "interruption":

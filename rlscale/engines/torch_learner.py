@@ -12,6 +12,11 @@ added into fp32 master gradients, AdamW updates the masters and the bf16 weights
 place (the generator reads those same weights, so the two agree on every parameter; a 5e-7 update of a
 bf16 weight would otherwise round away). The LM head runs in FP32 or bf16 as ``fp32_head`` says
 (Section 3.2). fp32 policies train in fp32. Batches move to the model's device one micro-batch at a time.
+
+Speed (``compiled``, on CUDA): the log-prob pass (the policy's forward, the head, log-softmax and entropy)
+is wrapped in ``torch.compile``, which fuses the element-wise chains of the HF layers (RMSNorm casts,
+rotary, SiLU gate, residuals) and of the full-vocabulary softmax in the forward and the backward. Shapes
+follow the batch: the first change of sequence length recompiles once with that dimension dynamic.
 """
 from __future__ import annotations
 
@@ -81,7 +86,7 @@ def to_device(batch: TrainBatch, device: torch.device) -> TrainBatch:
 
 class TorchLearner:
     def __init__(self, model, optim_cfg: OptimConfig, loss_spec: LossSpec, fp32_head: bool, temperature: float,
-                 micro_batch: int = 0, ref_model=None):
+                 micro_batch: int = 0, ref_model=None, compiled: bool = False):
         self.model = model
         self.cfg = optim_cfg
         self.loss_spec = loss_spec
@@ -89,6 +94,7 @@ class TorchLearner:
         self.temperature = temperature
         self.micro_batch = micro_batch
         self.ref_model = ref_model
+        self.logprobs = torch.compile(token_logprobs) if compiled else token_logprobs
         first = next(model.parameters())
         self.device = first.device
         trainable = [p for p in model.parameters() if p.requires_grad]
@@ -102,7 +108,7 @@ class TorchLearner:
 
     @torch.no_grad()
     def _logprobs_of(self, model, batch: TrainBatch) -> torch.Tensor:
-        return token_logprobs(model, batch.input_ids, batch.attention_mask, self.fp32_head, self.temperature).logp
+        return self.logprobs(model, batch.input_ids, self.fp32_head, self.temperature).logp
 
     def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
         """One optimizer update on ``batch`` with global ``weights`` [N, L-1] (loss = sum W * per_token)."""
@@ -117,8 +123,7 @@ class TorchLearner:
             mb = to_device(batch.rows(rows), dev)
             prox = self._logprobs_of(self.model, mb) if self.loss_spec.tis_cap is not None else None
             ref = self._logprobs_of(self.ref_model, mb) if self.ref_model is not None else None
-            out_lp = token_logprobs(self.model, mb.input_ids, mb.attention_mask, self.fp32_head, self.temperature,
-                                    with_entropy=True)
+            out_lp = self.logprobs(self.model, mb.input_ids, self.fp32_head, self.temperature, with_entropy=True)
             out = policy_loss(LossInputs(logp=out_lp.logp, gen_logp=mb.gen_logp, advantages=advantages[rows].to(dev),
                                          mask=mb.mask, prox_logp=prox, ref_logp=ref), self.loss_spec)
             loss = (weights[rows].to(dev) * out.per_token).sum()

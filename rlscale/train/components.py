@@ -87,7 +87,8 @@ def build_generator(cfg: RunConfig, model, tok, device: torch.device):
         return VLLMGenerator(cfg, model, tok)
     from rlscale.engines.torch_generator import TorchGenerator
 
-    return TorchGenerator(model, tok, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, device)
+    return TorchGenerator(model, tok, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, device,
+                          compiled=cfg.engine.compile)
 
 
 def build_learner(cfg: RunConfig, model):
@@ -100,7 +101,8 @@ def build_learner(cfg: RunConfig, model):
     from rlscale.engines.torch_learner import TorchLearner
 
     return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                        micro_batch=cfg.batch.micro_batch, ref_model=ref_model)
+                        micro_batch=cfg.batch.micro_batch, ref_model=ref_model,
+                        compiled=cfg.engine.compile and next(model.parameters()).is_cuda)
 
 
 def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) -> RolloutSource:

@@ -65,7 +65,7 @@ def synthetic_batch(model, cfg: RunConfig, seed: int) -> TrainBatch:
         attention[row, :length] = 1
         mask[row, PROMPT - 1:length - 1] = 1.0
     with torch.no_grad():
-        own = token_logprobs(model, input_ids, attention, cfg.precision.lm_head_fp32,
+        own = token_logprobs(model, input_ids, cfg.precision.lm_head_fp32,
                              cfg.generation.temperature).logp
     gen_logp = (own + 0.3 * torch.randn(own.shape, generator=gen)) * mask
     rewards = torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0])
