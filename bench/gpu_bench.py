@@ -319,7 +319,6 @@ def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, de
     ids = torch.tensor(prompts, device=dev)
     cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
     _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
-    del cache
     session = engine.session(rows, work.prompt_len)
     budgets = torch.full((rows,), work.think)
     session.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new session captures its graphs

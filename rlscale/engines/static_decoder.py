@@ -103,6 +103,20 @@ def layer_output(x: torch.Tensor, attn: torch.Tensor, o_w: torch.Tensor, o_b: Op
     return x + F.linear(F.silu(gate) * up, down)
 
 
+def layer_then_next_inputs(x: torch.Tensor, attn: torch.Tensor, layer: "_Layer", following: "_Layer", cos: torch.Tensor,
+                           sin: torch.Tensor, dims: tuple[int, int, int], eps: float):
+    """(residual stream after ``layer``, q, k, v of ``following``): one compiled graph, so the last residual
+    add of a layer and the first norm of the next are one kernel."""
+    x = layer_output(x, attn, layer.o, layer.o_bias, layer.ln2, layer.gate_up, layer.down, eps)
+    return x, *attention_inputs(x, following.ln1, following.qkv, following.qkv_bias, following.q_norm,
+                                following.k_norm, cos, sin, dims, eps)
+
+
+def last_layer_output(x: torch.Tensor, attn: torch.Tensor, layer: "_Layer", norm: torch.Tensor, eps: float) -> torch.Tensor:
+    """The final hidden state: the last layer's output through the model's final norm."""
+    return rms_norm(layer_output(x, attn, layer.o, layer.o_bias, layer.ln2, layer.gate_up, layer.down, eps), norm, eps)
+
+
 class StaticKVDecoder:
     """Prefill and single-token decode steps of ``model`` (see the module docstring)."""
 
@@ -137,10 +151,12 @@ class StaticKVDecoder:
         self.head = head if head.dtype == head_dtype else head.detach().to(head_dtype)
         self._cos = self._sin = torch.empty(0)
         # decode steps: the per-layer elementwise work (norms, rotary, SiLU gate, residuals) fused by
-        # torch.compile around cuBLAS GEMMs; shapes are static (one compile per batch bucket)
+        # torch.compile around cuBLAS GEMMs, from one layer's attention output to the next layer's q, k, v;
+        # shapes are static (one compile per batch bucket)
         self.dims = (self.heads, self.kv_heads, self.head_dim)
         compile_ = (lambda fn: torch.compile(fn, dynamic=False, fullgraph=True)) if compiled else (lambda fn: fn)
-        self.step_inputs, self.step_output = compile_(attention_inputs), compile_(layer_output)
+        self.step_inputs = compile_(attention_inputs)
+        self.step_between, self.step_last = compile_(layer_then_next_inputs), compile_(last_layer_output)
 
     @torch.no_grad()
     def refresh(self) -> None:
@@ -211,13 +227,14 @@ class StaticKVDecoder:
         cache.mask.index_fill_(1, slot, True)
         groups = self.heads // self.kv_heads
         x = F.embedding(token, self.embed)
+        q, k, v = self._inputs(self.step_inputs, self.layers[0], x, cos, sin)
         for i, layer in enumerate(self.layers):
-            q, k, v = self._inputs(self.step_inputs, layer, x, cos, sin)
             # cache write + grouped-query attention without repeating the cache (rlscale.engines.decode_attention)
             out = self.attend(q.view(batch, self.kv_heads, groups, self.head_dim), cache.keys[i], cache.values[i],
-                              cache.mask, kv_len, k, v, slot)
-            x = self._output(self.step_output, layer, x, out.reshape(batch, self.heads * self.head_dim))
-        return rms_norm(x, self.norm, self.eps)
+                              cache.mask, kv_len, k, v, slot).reshape(batch, self.heads * self.head_dim)
+            if i + 1 < len(self.layers):
+                x, q, k, v = self.step_between(x, out, layer, self.layers[i + 1], cos, sin, self.dims, self.eps)
+        return self.step_last(x, out, self.layers[-1], self.norm, self.eps)
 
     def _inputs(self, fn, layer: _Layer, x, cos, sin):
         return fn(x, layer.ln1, layer.qkv, layer.qkv_bias, layer.q_norm, layer.k_norm, cos, sin, self.dims, self.eps)

@@ -1,0 +1,104 @@
+"""Where the GPU time of one decode step and of one learner update goes (issue 7): torch.profiler's
+kernel table for a model shape of ``bench/gpu_bench.py``, random weights, bf16 head.
+
+Decode: ``steps`` decode steps of the compiled static decoder outside CUDA graphs (the same kernels a
+graph replays) at a fixed kv_len; learner: one update of the compiled torch learner on a synthetic
+right-padded batch (prompt + completion tokens, all in the loss). Kernels are grouped by name and
+printed with their share of the profiled GPU time.
+
+    python bench/profile_step.py --model qwen2-0.5b [--rows 256 --kv-len 384 --micro-rows 64] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.gpu_bench import GPU_WORK, SHAPES, build_model, run_config, timed  # noqa: E402
+from rlscale.engines.static_decoder import StaticKVDecoder  # noqa: E402
+from rlscale.train.batch import TrainBatch  # noqa: E402
+from rlscale.train.components import build_learner  # noqa: E402
+
+
+def kernel_table(prof, top: int) -> str:
+    """Kernels grouped by name: total us, calls, share of all kernel time."""
+    rows = [(e.key, e.device_time_total, e.count) for e in prof.key_averages()
+            if e.device_time_total > 0 and e.device_type == torch.autograd.DeviceType.CUDA]
+    total = sum(t for _, t, _ in rows)
+    rows.sort(key=lambda r: -r[1])
+    lines = [f"kernel time {total / 1e3:.2f} ms in {sum(c for _, _, c in rows)} launches",
+             "| share | us | calls | kernel |", "|---|---|---|---|"]
+    lines += [f"| {t / total:.1%} | {t:.0f} | {c} | {name[:110]} |" for name, t, c in rows[:top]]
+    return "\n".join(lines)
+
+
+def profile_decode(model, rows: int, kv_len: int, steps: int, top: int) -> str:
+    dec = StaticKVDecoder(model, fp32_head=False, compiled=True)
+    dev = dec.device
+    cache = dec.new_cache(rows, kv_len)
+    cache.mask.fill_(True)
+    dec.rope_table(kv_len)
+    token = torch.randint(0, 1000, (rows,), device=dev)
+    pos = torch.full((rows,), kv_len - 1, device=dev)
+    slot = torch.tensor([kv_len - 1], device=dev)
+
+    def step():
+        return dec.logits(dec.decode(cache, token, pos, slot, kv_len))
+
+    for _ in range(3):
+        step()
+    _, seconds = timed(lambda: [step() for _ in range(steps)], dev)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    return f"decode: {rows} rows, kv_len {kv_len}, eager launch {seconds / steps * 1e3:.2f} ms/step\n" + \
+        kernel_table(prof, top)
+
+
+def profile_learner(shape_name: str, model, rows: int, top: int) -> str:
+    work = GPU_WORK
+    cfg = run_config(work, SHAPES[shape_name], False, "ppo", "cuda")
+    learner = build_learner(cfg, model)
+    width = work.prompt_len + work.completion
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 1000, (rows, width), generator=gen)
+    mask = torch.zeros(rows, width - 1)
+    mask[:, work.prompt_len - 1:] = 1.0
+    batch = TrainBatch(ids, torch.ones_like(ids), torch.full((rows, width - 1), -7.0) * mask, mask,
+                       torch.zeros(rows, width - 1, dtype=torch.long), torch.ones(rows), torch.arange(rows) // 8)
+    adv = torch.tensor([1.0, -1.0]).repeat(rows // 2)
+    weights = mask / mask.sum()
+    learner.step(batch, adv, weights)  # compile
+    _, seconds = timed(lambda: learner.step(batch, adv, weights), torch.device("cuda"))
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        learner.step(batch, adv, weights)
+        torch.cuda.synchronize()
+    tokens = rows * width
+    return (f"learner: {rows} rows x {width} tokens, micro-batch {cfg.batch.micro_batch}, {seconds:.3f} s "
+            f"({tokens / seconds:.4g} tokens/s)\n" + kernel_table(prof, top))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="smollm2-135m", choices=[m for m in SHAPES if m != "tiny"])
+    ap.add_argument("--rows", type=int, default=256)
+    ap.add_argument("--kv-len", type=int, default=384)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--micro-rows", type=int, default=64, help="rows of the learner batch")
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    model = build_model(SHAPES[args.model], torch.bfloat16, "cuda")
+    print(f"## {args.model} on {torch.cuda.get_device_name()}\n", flush=True)
+    print(profile_decode(model, args.rows, args.kv_len, args.steps, args.top) + "\n", flush=True)
+    print(profile_learner(args.model, model, args.micro_rows, args.top), flush=True)
+
+
+if __name__ == "__main__":
+    main()
