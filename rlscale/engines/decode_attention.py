@@ -182,17 +182,15 @@ if triton is not None:
         owns_slot = (slot >= start) & (slot < end)
         k_new = tl.load(NewK + b * stride_nkb + h * stride_nkh + d, mask=d_ok, other=0.0)
         v_new = tl.load(NewV + b * stride_nvb + h * stride_nvh + d, mask=d_ok, other=0.0)
-        if owns_slot:
-            tl.store(k_base + slot * stride_kn + d, k_new, mask=d_ok)
-            tl.store(v_base + slot * stride_vn + d, v_new, mask=d_ok)
         m_i = tl.full([G_PAD], float("-inf"), tl.float32)
         l_i = tl.zeros([G_PAD], tl.float32)
         acc = tl.zeros([G_PAD, D_PAD], tl.float32)
         for n0 in range(start, end, BLOCK_N):
             n = n0 + tl.arange(0, BLOCK_N)
             in_range = n < end
-            live = (tl.load(Mask + b * stride_mb + n, mask=in_range, other=0) != 0) & (n != slot)
-            kv_mask = in_range[:, None] & d_ok[None, :]
+            cached = in_range & (n != slot)  # the slot being written is added after the loop
+            live = (tl.load(Mask + b * stride_mb + n, mask=cached, other=0) != 0) & cached
+            kv_mask = cached[:, None] & d_ok[None, :]
             k = tl.load(k_base + n[:, None] * stride_kn + d[None, :], mask=kv_mask, other=0.0)
             v = tl.load(v_base + n[:, None] * stride_vn + d[None, :], mask=kv_mask, other=0.0)
             s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
@@ -212,6 +210,9 @@ if triton is not None:
             l_i = l_i * alpha + p_new
             acc = acc * alpha[:, None] + p_new[:, None] * v_new[None, :].to(tl.float32)
             m_i = m_new
+            # stored after the loop: no store to the cache precedes the loads the loop pipelines
+            tl.store(k_base + slot * stride_kn + d, k_new, mask=d_ok)
+            tl.store(v_base + slot * stride_vn + d, v_new, mask=d_ok)
         if SPLIT:
             row = (bh * GROUPS + g) * splits + split
             tl.store(PartAcc + row[:, None] * HEAD_DIM + d[None, :], acc, mask=g_ok[:, None] & d_ok[None, :])

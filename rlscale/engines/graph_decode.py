@@ -68,7 +68,7 @@ class DecodeSession:
         logits = self.decoder.logits(self.hidden)
         draw, lse = gumbel_sample(logits, self.inv_temp, self.seed + ph.step)
         token, forcing = ph.choose(draw)
-        logp = logits.gather(1, token.unsqueeze(1)).squeeze(1) * self.inv_temp - lse
+        logp = logits.gather(1, token.unsqueeze(1)).squeeze(1).float() * self.inv_temp - lse
         slot = self.start + ph.step
         ph.advance(token, logp, forcing)
         self.hidden.copy_(self.decoder.decode(self.cache, token, self.pos, slot, kv_len))

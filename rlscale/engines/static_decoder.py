@@ -243,10 +243,13 @@ class StaticKVDecoder:
         return fn(x, attn, layer.o, layer.o_bias, layer.ln2, layer.gate_up, layer.down, self.eps)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """float32 logits [B, V], the head in the precision of ``rlscale.engines.policy.head_logits``."""
+        """Logits [B, V] with the head in the precision of ``rlscale.engines.policy.head_logits``: float32
+        from the FP32 head; bf16 from the bf16 head, the values ``head_logits`` casts to float32, left for
+        the consumer to upcast as it reads them (a separate cast of [B, V] took 6 % of a Qwen2-0.5B decode
+        step on an H200)."""
         if self.fp32_head:
             return F.linear(hidden.float(), self.head)
-        return F.linear(hidden.to(torch.bfloat16), self.head).float()
+        return F.linear(hidden.to(torch.bfloat16), self.head)
 
     # -- accounting --------------------------------------------------------------------------------
     def weight_bytes(self) -> int:
