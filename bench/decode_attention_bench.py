@@ -54,9 +54,6 @@ class Inputs:
     mask: torch.Tensor  # [B, S]
     bias: torch.Tensor  # [B, 1, 1, kv_len], SDPA's form of the mask
     kv_len: int
-    new_k: torch.Tensor  # [B, KVH, D], written into slot kv_len - 1 by the kernel
-    new_v: torch.Tensor
-    slot: torch.Tensor
 
     def bytes_read(self) -> int:
         batch, kv_heads, _, head_dim = self.q.shape
@@ -74,13 +71,11 @@ def make_inputs(kv_heads: int, groups: int, kv_len: int, batch: int, slots: int,
     mask = torch.arange(slots, device=device)[None, :] >= padding
     bias = torch.zeros((batch, 1, 1, kv_len), dtype=q.dtype, device=device)
     bias.masked_fill_(~mask[:, None, None, :kv_len], float("-inf"))
-    new_k, new_v = keys[0, :, :, kv_len - 1].clone(), values[0, :, :, kv_len - 1].clone()
-    return Inputs(q, keys, values, mask, bias, kv_len, new_k, new_v, torch.tensor([kv_len - 1], device=device))
+    return Inputs(q, keys, values, mask, bias, kv_len)
 
 
 def triton_call(x: Inputs, config: Optional[Plan] = None) -> Callable[[int], torch.Tensor]:
-    return lambda i: decode_attention(x.q, x.keys[i], x.values[i], x.mask, x.kv_len, x.new_k, x.new_v, x.slot,
-                                      config=config)
+    return lambda i: decode_attention(x.q, x.keys[i], x.values[i], x.mask, x.kv_len, config=config)
 
 
 def sdpa_call(x: Inputs) -> Callable[[int], torch.Tensor]:
@@ -90,8 +85,7 @@ def sdpa_call(x: Inputs) -> Callable[[int], torch.Tensor]:
 
 def max_error(call: Callable[[int], torch.Tensor], x: Inputs) -> float:
     """Max abs error of layer 0's output against the fp32 reference of the same (bf16) inputs."""
-    ref = decode_attention_reference(x.q.float(), x.keys[0].float(), x.values[0].float(), x.mask, x.kv_len,
-                                     x.new_k.float(), x.new_v.float(), x.slot)
+    ref = decode_attention_reference(x.q.float(), x.keys[0].float(), x.values[0].float(), x.mask, x.kv_len)
     return (call(0).float() - ref).abs().max().item()
 
 

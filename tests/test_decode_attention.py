@@ -1,5 +1,4 @@
-"""The decode-step attention kernel (rlscale.engines.decode_attention) against its SDPA reference: the
-attention output, and the cache after the kernel wrote the step's key / value into their slot.
+"""The decode-step attention kernel (rlscale.engines.decode_attention) against its SDPA reference.
 
 The Triton kernel runs in Triton's CPU interpreter: ``TRITON_INTERPRET=1`` must be set before triton is
 imported, so this file re-runs itself in a subprocess (``__main__`` below) that prints the error of every
@@ -18,68 +17,53 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-# name -> (batch, kv_heads, groups, head_dim, slots, kv_len, slot written, plan kwargs or None for the default)
+# name -> (batch, kv_heads, groups, head_dim, slots, kv_len, plan kwargs or None for the default plan)
 CASES = {
-    "g1_default": (3, 2, 1, 64, 160, 150, 149, None),
-    "g3_default": (3, 3, 3, 64, 160, 150, 149, None),
-    "g7_default": (2, 2, 7, 64, 96, 77, 76, None),
-    "g3_split3_block32": (3, 3, 3, 64, 160, 150, 149, dict(block_n=32, splits=3)),
-    "g3_split3_block32_slot_in_first_split": (3, 3, 3, 64, 160, 150, 20, dict(block_n=32, splits=3)),
-    "g7_split2_block64": (2, 2, 7, 64, 200, 190, 189, dict(block_n=64, splits=2)),
-    "g7_block128": (2, 2, 7, 64, 200, 190, 130, dict(block_n=128)),
-    "g3_split4_block16_headdim80": (2, 1, 3, 80, 64, 61, 60, dict(block_n=16, splits=4)),
+    "g1_default": (3, 2, 1, 64, 160, 150, None),
+    "g3_default": (3, 3, 3, 64, 160, 150, None),
+    "g7_default": (2, 2, 7, 64, 96, 77, None),
+    "g3_split3_block32": (3, 3, 3, 64, 160, 150, dict(block_n=32, splits=3)),
+    "g7_split2_block64": (2, 2, 7, 64, 200, 190, dict(block_n=64, splits=2)),
+    "g7_block128": (2, 2, 7, 64, 200, 190, dict(block_n=128)),
+    "g3_split4_block16_headdim80": (2, 1, 3, 80, 64, 61, dict(block_n=16, splits=4)),
 }
-# bf16: output rounding plus p rounded to bf16 for p @ v, which is largest (~|v| / 256) where a row's
-# attention falls on one or two slots (row 1: its last slot and the written one)
-TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
+TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2}  # bf16: output rounding plus p rounded to bf16 for p @ v
 LAYER = 1  # keys / values are views of layer 1 of a [layers, B, KVH, S, D] cache, as in the decoder
 
 
-def make_inputs(batch: int, kv_heads: int, groups: int, head_dim: int, slots: int, kv_len: int, slot: int,
-                dtype: torch.dtype, seed: int = 0):
-    """q, keys, values, mask, new key and value for ``slot``: left padding (row 0: half of kv_len, whole
-    splits for some plans above), holes in the middle, a row whose only live slots are the last one and
-    ``slot``, NaN in the slots >= kv_len that must not be read and in ``slot`` itself, which the kernel
-    must replace by the new key / value before reading it."""
+def make_inputs(batch: int, kv_heads: int, groups: int, head_dim: int, slots: int, kv_len: int, dtype: torch.dtype,
+                seed: int = 0):
+    """q, keys, values, mask with left padding (row 0: half of kv_len, whole splits for some plans above),
+    holes in the middle, a row whose only live slot is the last one, and NaN in the slots >= kv_len that
+    must not be read."""
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(batch, kv_heads, groups, head_dim, generator=gen).to(dtype)
     cache = torch.randn(2, LAYER + 1, batch, kv_heads, slots, head_dim, generator=gen).to(dtype)
     cache[:, :, :, :, kv_len:] = float("nan")
-    cache[:, :, :, :, slot] = float("nan")
-    new_k, new_v = torch.randn(2, batch, kv_heads, head_dim, generator=gen).to(dtype)
     mask = torch.ones(batch, slots, dtype=torch.bool)
     mask[0, : kv_len // 2] = False
     mask[1, : kv_len - 1] = False
     mask[-1, 3:9] = False
-    mask[:, slot] = True
-    return q, cache[0, LAYER], cache[1, LAYER], mask, new_k, new_v, torch.tensor([slot])
+    return q, cache[0, LAYER], cache[1, LAYER], mask
 
 
-def run_cases() -> Dict[str, Dict[str, float]]:
-    """Per case and dtype: max abs error of the kernel's output vs the fp32 reference of the same inputs,
-    and whether the caches after the kernel and after the reference are equal (NaN in the same places)."""
+def run_cases() -> Dict[str, float]:
+    """Max abs error of the kernel vs the fp32 reference of the same inputs, per case and dtype."""
     from rlscale.engines.decode_attention import Plan, decode_attention, decode_attention_reference
 
-    results = {}
-    for name, (batch, kv_heads, groups, head_dim, slots, kv_len, slot, plan) in CASES.items():
+    errors = {}
+    for name, (batch, kv_heads, groups, head_dim, slots, kv_len, plan) in CASES.items():
         for dtype in (torch.float32, torch.bfloat16):
-            q, keys, values, mask, new_k, new_v, where = make_inputs(batch, kv_heads, groups, head_dim, slots,
-                                                                     kv_len, slot, dtype)
-            ref_keys, ref_values = keys.float(), values.float()
-            ref = decode_attention_reference(q.float(), ref_keys, ref_values, mask, kv_len, new_k.float(),
-                                             new_v.float(), where)
-            out = decode_attention(q, keys, values, mask, kv_len, new_k, new_v, where,
-                                   config=Plan(**plan) if plan else None)
+            q, keys, values, mask = make_inputs(batch, kv_heads, groups, head_dim, slots, kv_len, dtype)
+            out = decode_attention(q, keys, values, mask, kv_len, config=Plan(**plan) if plan else None)
             assert out.dtype == dtype and out.shape == q.shape
-            same_cache = all(torch.equal(a.float().nan_to_num(7.0), b.nan_to_num(7.0))
-                             for a, b in ((keys, ref_keys), (values, ref_values)))
-            results[f"{name}-{str(dtype).split('.')[-1]}"] = {"error": (out.float() - ref).abs().max().item(),
-                                                             "same_cache": same_cache}
-    return results
+            ref = decode_attention_reference(q.float(), keys.float(), values.float(), mask, kv_len)
+            errors[f"{name}-{str(dtype).split('.')[-1]}"] = (out.float() - ref).abs().max().item()
+    return errors
 
 
 @pytest.fixture(scope="module")
-def kernel_results() -> Dict[str, Dict[str, float]]:
+def kernel_errors() -> Dict[str, float]:
     if importlib.util.find_spec("triton") is None:
         pytest.skip("triton is not importable (pip install triton): the Triton kernel cannot run, not even interpreted")
     env = dict(os.environ, TRITON_INTERPRET="1")
@@ -90,26 +74,22 @@ def kernel_results() -> Dict[str, Dict[str, float]]:
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_kernel_matches_reference(kernel_results: Dict[str, Dict[str, float]], case: str, dtype: str):
-    result = kernel_results[f"{case}-{dtype}"]
-    assert result["error"] < TOLERANCE[dtype], f"{case} {dtype}: max abs error {result['error']}"
-    assert result["same_cache"], f"{case} {dtype}: the kernel's cache write differs from index_copy_"
+def test_kernel_matches_reference(kernel_errors: Dict[str, float], case: str, dtype: str):
+    error = kernel_errors[f"{case}-{dtype}"]
+    assert error < TOLERANCE[dtype], f"{case} {dtype}: max abs error {error}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_reference_is_the_old_sdpa_formulation(dtype: torch.dtype):
-    """The reference is the decoder's former inline cache write and SDPA call (bit for bit) and is masked
-    attention."""
+    """The reference is the decoder's former inline SDPA call (bit for bit) and is masked attention."""
     from rlscale.engines.decode_attention import decode_attention_reference
 
-    batch, kv_heads, groups, head_dim, slots, kv_len, slot = 3, 2, 7, 64, 96, 77, 76
-    q, keys, values, mask, new_k, new_v, where = make_inputs(batch, kv_heads, groups, head_dim, slots, kv_len,
-                                                             slot, dtype)
-    ref = decode_attention_reference(q, keys, values, mask, kv_len, new_k, new_v, where)
-    assert torch.equal(keys[:, :, slot], new_k) and torch.equal(values[:, :, slot], new_v)
+    batch, kv_heads, groups, head_dim, slots, kv_len = 3, 2, 7, 64, 96, 77
+    q, keys, values, mask = make_inputs(batch, kv_heads, groups, head_dim, slots, kv_len, dtype)
     bias = torch.zeros((batch, 1, 1, kv_len), dtype=dtype)
     bias.masked_fill_(~mask[:, None, None, :kv_len], float("-inf"))
     old = F.scaled_dot_product_attention(q, keys[:, :, :kv_len], values[:, :, :kv_len], attn_mask=bias)
+    ref = decode_attention_reference(q, keys, values, mask, kv_len)
     assert torch.equal(ref, old)
 
     k, v = keys[:, :, :kv_len].double(), values[:, :, :kv_len].double()

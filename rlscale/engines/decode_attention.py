@@ -1,9 +1,8 @@
 """Grouped-query attention of one decode step over the static KV cache, as a Triton kernel.
 
-What: ``decode_attention(q, keys, values, mask, kv_len, new_k, new_v, slot)``: the step's new key and value
-are written into slot ``slot`` of the cache, then every row's ``G`` query heads of one KV head attend to
-the first ``kv_len`` slots of that head's cache, slots whose ``mask`` is False excluded (left padding of
-the prompt). ``decode_attention_reference`` is the same computation with
+What: ``decode_attention(q, keys, values, mask, kv_len)``: every row's ``G`` query heads of one KV head
+attend to the first ``kv_len`` slots of that head's cache, slots whose ``mask`` is False excluded (left
+padding of the prompt). ``decode_attention_reference`` is the same computation with
 ``F.scaled_dot_product_attention`` and an additive 0 / -inf mask: the fallback without CUDA or Triton,
 and the oracle of the tests.
 
@@ -21,11 +20,6 @@ Design:
   multiply-reduce would materialise (16K fp32 values per block at G=4, BLOCK_N=64, D=64);
 - online softmax in fp32 (base-2 exponentials, the scale folded into log2 e); scores of masked slots are
   -inf and a running max of -inf (a block or a split with no live slot) is treated as 0, so no NaN arises;
-- the cache write of the step's key / value is part of the kernel (two fewer launches per layer): the
-  program whose slots hold ``slot`` stores them, skips that slot in its blocks and adds the new key / value
-  to its online softmax from registers after its last block, so no program depends on another's store and
-  the K/V tiles go from memory to ``tl.dot`` untouched (an element-wise edit of a loaded tile stops Triton's
-  software pipelining of the loads: measured 1.4x slower on an H200);
 - split-KV (flash-decoding) when rows x KV heads alone cannot fill the GPU: each split writes its
   unnormalised output, running max and denominator in fp32 and a small kernel combines them;
 - no autotuning: the configuration is a pure function of the shapes (``plan``), so the kernel can be
@@ -84,27 +78,21 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def decode_attention_reference(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
-                               kv_len: int, new_k: torch.Tensor, new_v: torch.Tensor, slot: torch.Tensor,
-                               scale: Optional[float] = None) -> torch.Tensor:
-    """``decode_attention`` by ``index_copy_`` and SDPA: the G query heads of a KV head are that head's
-    query "sequence", so the cache is not repeated; the mask becomes an additive [B, 1, 1, kv_len] bias."""
-    keys.index_copy_(2, slot, new_k.unsqueeze(2))
-    values.index_copy_(2, slot, new_v.unsqueeze(2))
+                               kv_len: int, scale: Optional[float] = None) -> torch.Tensor:
+    """``decode_attention`` by SDPA: the G query heads of a KV head are that head's query "sequence", so the
+    cache is not repeated; the mask becomes an additive [B, 1, 1, kv_len] bias."""
     bias = torch.zeros((q.shape[0], 1, 1, kv_len), dtype=q.dtype, device=q.device)
     bias.masked_fill_(~mask[:, None, None, :kv_len], float("-inf"))
     return F.scaled_dot_product_attention(q, keys[:, :, :kv_len], values[:, :, :kv_len], attn_mask=bias, scale=scale)
 
 
 def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, kv_len: int,
-                     new_k: torch.Tensor, new_v: torch.Tensor, slot: torch.Tensor, scale: Optional[float] = None,
-                     config: Optional[Plan] = None) -> torch.Tensor:
-    """Write new_k / new_v [B, KVH, D] into slot ``slot`` ([1] int64 tensor on the device, < kv_len) of
-    keys / values [B, KVH, S, D] (last dim contiguous), then attend with q [B, KVH, G, D] to slots
-    0..kv_len-1 where mask [B, S] (bool) is True; every row needs a live slot below kv_len. Returns
+                     scale: Optional[float] = None, config: Optional[Plan] = None) -> torch.Tensor:
+    """Attention of q [B, KVH, G, D] to slots 0..kv_len-1 of keys / values [B, KVH, S, D] (last dim
+    contiguous) where mask [B, S] (bool) is True; every row needs a live slot below kv_len. Returns
     [B, KVH, G, D] in q's dtype. ``config`` overrides ``plan`` (benchmarks, tests)."""
     batch, kv_heads, groups, head_dim = q.shape
     assert keys.stride(-1) == 1 and values.stride(-1) == 1 and keys.shape[-2] >= kv_len
-    assert new_k.stride(-1) == 1 and new_v.stride(-1) == 1 and slot.dtype == torch.int64
     q = q if q.stride(-1) == 1 else q.contiguous()
     mask = mask.contiguous().view(torch.uint8)
     programs = batch * kv_heads
@@ -121,11 +109,10 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     d_pad = max(MIN_DOT, triton.next_power_of_2(head_dim))
     _decode_kernel[(programs, splits)](
-        q, keys, values, mask, new_k, new_v, slot, out, part_acc, part_m, part_l,
+        q, keys, values, mask, out, part_acc, part_m, part_l,
         kv_heads, kv_len, chunk, splits, scale * LOG2E,
         q.stride(0), q.stride(1), q.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
         values.stride(0), values.stride(1), values.stride(2), mask.stride(0),
-        new_k.stride(0), new_k.stride(1), new_v.stride(0), new_v.stride(1),
         GROUPS=groups, HEAD_DIM=head_dim, G_PAD=max(MIN_DOT, triton.next_power_of_2(groups)), D_PAD=d_pad,
         BLOCK_N=cfg.block_n, SPLIT=splits > 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=cfg.num_warps, num_stages=cfg.num_stages)
@@ -156,14 +143,13 @@ if triton is not None:
         _widen_interpreter_bf16_dot()
 
     @triton.jit
-    def _decode_kernel(Q, K, V, Mask, NewK, NewV, Slot, Out, PartAcc, PartM, PartL,
+    def _decode_kernel(Q, K, V, Mask, Out, PartAcc, PartM, PartL,
                        kv_heads, kv_len, chunk, splits, qk_scale,
                        stride_qb, stride_qh, stride_qg, stride_kb, stride_kh, stride_kn,
-                       stride_vb, stride_vh, stride_vn, stride_mb, stride_nkb, stride_nkh, stride_nvb, stride_nvh,
+                       stride_vb, stride_vh, stride_vn, stride_mb,
                        GROUPS: tl.constexpr, HEAD_DIM: tl.constexpr, G_PAD: tl.constexpr, D_PAD: tl.constexpr,
                        BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr):
-        """One (row, KV head, split): online softmax over its slots [split * chunk, +chunk) ∩ [0, kv_len);
-        the split holding ``slot`` writes the new key / value there and attends to them."""
+        """One (row, KV head, split): online softmax over its slots [split * chunk, +chunk) ∩ [0, kv_len)."""
         bh = tl.program_id(0).to(tl.int64)
         split = tl.program_id(1)
         b = bh // kv_heads
@@ -178,19 +164,14 @@ if triton is not None:
         v_base = V + b * stride_vb + h * stride_vh
         start = split * chunk
         end = tl.minimum(start + chunk, kv_len)
-        slot = tl.load(Slot)
-        owns_slot = (slot >= start) & (slot < end)
-        k_new = tl.load(NewK + b * stride_nkb + h * stride_nkh + d, mask=d_ok, other=0.0)
-        v_new = tl.load(NewV + b * stride_nvb + h * stride_nvh + d, mask=d_ok, other=0.0)
         m_i = tl.full([G_PAD], float("-inf"), tl.float32)
         l_i = tl.zeros([G_PAD], tl.float32)
         acc = tl.zeros([G_PAD, D_PAD], tl.float32)
         for n0 in range(start, end, BLOCK_N):
             n = n0 + tl.arange(0, BLOCK_N)
             in_range = n < end
-            cached = in_range & (n != slot)  # the slot being written is added after the loop
-            live = (tl.load(Mask + b * stride_mb + n, mask=cached, other=0) != 0) & cached
-            kv_mask = cached[:, None] & d_ok[None, :]
+            live = tl.load(Mask + b * stride_mb + n, mask=in_range, other=0) != 0
+            kv_mask = in_range[:, None] & d_ok[None, :]
             k = tl.load(k_base + n[:, None] * stride_kn + d[None, :], mask=kv_mask, other=0.0)
             v = tl.load(v_base + n[:, None] * stride_vn + d[None, :], mask=kv_mask, other=0.0)
             s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
@@ -202,17 +183,6 @@ if triton is not None:
             l_i = l_i * alpha + tl.sum(p, 1)
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
             m_i = m_new
-        if owns_slot:  # the new key / value, one more step of the online softmax
-            s_new = tl.sum(q.to(tl.float32) * k_new[None, :].to(tl.float32), 1) * qk_scale
-            m_new = tl.maximum(m_i, s_new)
-            alpha = tl.exp2(m_i - m_new)
-            p_new = tl.exp2(s_new - m_new)
-            l_i = l_i * alpha + p_new
-            acc = acc * alpha[:, None] + p_new[:, None] * v_new[None, :].to(tl.float32)
-            m_i = m_new
-            # stored after the loop: no store to the cache precedes the loads the loop pipelines
-            tl.store(k_base + slot * stride_kn + d, k_new, mask=d_ok)
-            tl.store(v_base + slot * stride_vn + d, v_new, mask=d_ok)
         if SPLIT:
             row = (bh * GROUPS + g) * splits + split
             tl.store(PartAcc + row[:, None] * HEAD_DIM + d[None, :], acc, mask=g_ok[:, None] & d_ok[None, :])

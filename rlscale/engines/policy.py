@@ -2,7 +2,8 @@
 
 Section 3.2 ("FP32 precision at the LM head"): the generator's and the trainer's logits are computed
 with an FP32 head (ScaleRL) or in bf16 (the baseline), which makes the two log-probabilities of the
-same token disagree. Both the torch generator and the learner call ``head_logits``.
+same token disagree. Both the torch generator and the learner use ``head_output``: the head's matmul in
+its precision; its float32 values are the logits.
 """
 from __future__ import annotations
 
@@ -12,12 +13,48 @@ import torch
 import torch.nn.functional as F
 
 
-def head_logits(model, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
-    """Logits (float32) from final hidden states; the matmul runs in fp32 or in bf16."""
+def head_output(model, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
+    """The head's matmul of final hidden states, in fp32 or in bf16 (its output in that dtype)."""
     weight = model.get_output_embeddings().weight
     if fp32_head:
         return F.linear(hidden.float(), weight.float())
-    return F.linear(hidden.to(torch.bfloat16), weight.to(torch.bfloat16)).float()
+    return F.linear(hidden.to(torch.bfloat16), weight.to(torch.bfloat16))
+
+
+def head_logits(model, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
+    """Logits (float32) from final hidden states; the matmul runs in fp32 or in bf16."""
+    return head_output(model, hidden, fp32_head).float()
+
+
+class SelectedLogprobs(torch.autograd.Function):
+    """(log softmax(x * inv_temp) at ``target``, logsumexp(x * inv_temp)) for logits x [..., V] of any
+    float dtype, computed in float32, without a [..., V] log-softmax tensor: the backward keeps only x
+    (bf16 for the bf16 head) and the logsumexp, and writes dx = (onehot(target) - softmax) * g * inv_temp
+    in x's dtype, the one-hot part as a scatter of one value per position. The learner's full-vocabulary
+    pass is memory-bound, so bytes are its time."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, target: torch.Tensor, inv_temp: float):
+        z = scaled(x, inv_temp)
+        lse = torch.logsumexp(z, -1)
+        logp = z.gather(-1, target.unsqueeze(-1)).squeeze(-1) - lse
+        ctx.save_for_backward(x, target, lse)
+        ctx.inv_temp = inv_temp
+        ctx.mark_non_differentiable(lse)
+        return logp, lse
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor, _lse_grad: torch.Tensor):
+        x, target, lse = ctx.saved_tensors
+        g = g * ctx.inv_temp
+        grad = torch.exp(scaled(x, ctx.inv_temp) - lse.unsqueeze(-1)) * -g.unsqueeze(-1)
+        grad.scatter_add_(-1, target.unsqueeze(-1), g.unsqueeze(-1))
+        return grad.to(x.dtype), None, None
+
+
+def scaled(x: torch.Tensor, inv_temp: float) -> torch.Tensor:
+    """x in float32 times 1 / T (no full-vocabulary multiply at T = 1)."""
+    return x.float() * inv_temp if inv_temp != 1.0 else x.float()
 
 
 @dataclass
@@ -37,13 +74,13 @@ def token_logprobs(model, input_ids: torch.Tensor, fp32_head: bool, temperature:
     SDPA take its fused causal kernels (flash attention on GPU). Values at padding positions are
     meaningless and must be masked by the caller."""
     hidden = model.model(input_ids=input_ids).last_hidden_state
-    logits = head_logits(model, hidden[:, :-1], fp32_head)
-    logits = logits / temperature if temperature != 1.0 else logits  # a full-vocabulary pass saved at T = 1
-    logprobs = torch.log_softmax(logits, dim=-1)
-    logp = logprobs.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    out = head_output(model, hidden[:, :-1], fp32_head)
+    inv_temp = 1.0 / temperature
+    logp, lse = SelectedLogprobs.apply(out, input_ids[:, 1:], inv_temp)
     if with_entropy:
-        with torch.no_grad():
-            entropy = -(logprobs.exp() * logprobs).sum(-1)
+        with torch.no_grad():  # H = lse - sum softmax(z) z
+            z = scaled(out, inv_temp)
+            entropy = lse - (torch.exp(z - lse.unsqueeze(-1)) * z).sum(-1)
     else:
         entropy = torch.zeros_like(logp)
     return TokenLogprobs(logp=logp, entropy=entropy)

@@ -1,19 +1,23 @@
-"""The learner's log-prob pass without an attention mask and under torch.compile.
+"""The learner's log-prob pass: selected log-probs without a log-softmax tensor, no attention mask, and
+torch.compile.
 
-``token_logprobs`` passes no attention mask (right-padded rows: causal attention alone hides the
-padding), and ``TorchLearner(compiled=True)`` wraps it in ``torch.compile`` (the CUDA default,
-``engine.compile``). Both must leave the numbers of real tokens unchanged: checked against HF's masked
-forward, and a compiled learner's updates against the eager learner's, on CPU (inductor's C++ backend),
-including a second batch of another width (the recompile with a dynamic sequence length).
+``SelectedLogprobs`` must give log_softmax's values and gradients (hand-derived reference: autograd
+through ``torch.log_softmax``); ``token_logprobs`` passes no attention mask (right-padded rows: causal
+attention alone hides the padding), and ``TorchLearner(compiled=True)`` wraps it in ``torch.compile``
+(the CUDA default, ``engine.compile``). Both must leave the numbers of real tokens unchanged: checked
+against HF's masked forward, and a compiled learner's updates against the eager learner's, on CPU
+(inductor's C++ backend), including a second batch of another width (the recompile with a dynamic
+sequence length).
 """
 from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 from rlscale.config.schema import ModelConfig, OptimConfig
-from rlscale.engines.policy import token_logprobs
+from rlscale.engines.policy import SelectedLogprobs, token_logprobs
 from rlscale.engines.tiny_model import build_tiny_llama
 from rlscale.engines.torch_learner import TorchLearner
 from rlscale.rl import LossSpec
@@ -44,6 +48,27 @@ def right_padded_batch(model, lengths: list[int], seed: int) -> TrainBatch:
     gen_logp = (own + 0.2 * torch.randn(own.shape, generator=gen)) * mask
     rewards = torch.tensor([1.0, -1.0] * (n // 2))
     return TrainBatch(ids, attn, gen_logp, mask, torch.zeros_like(ids[:, 1:]), rewards, torch.arange(n) // 2)
+
+
+@pytest.mark.parametrize("dtype,temperature,tol", [(torch.float32, 1.0, 1e-6), (torch.float32, 0.7, 1e-6),
+                                                   (torch.bfloat16, 1.0, 1e-6), (torch.bfloat16, 0.7, 1e-6)])
+def test_selected_logprobs_match_log_softmax_values_and_gradients(dtype, temperature, tol):
+    gen = torch.Generator().manual_seed(4)
+    x = (4 * torch.randn(3, 5, 50, generator=gen)).to(dtype)
+    target = torch.randint(0, 50, (3, 5), generator=gen)
+    g = torch.randn(3, 5, generator=gen)
+    mine = x.clone().requires_grad_(True)
+    logp, lse = SelectedLogprobs.apply(mine, target, 1.0 / temperature)
+    (logp * g).sum().backward()
+    ref_x = x.clone().requires_grad_(True)
+    z = ref_x.float() / temperature
+    ref = torch.log_softmax(z, -1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    (ref * g).sum().backward()
+    torch.testing.assert_close(logp, ref.detach(), rtol=0, atol=tol * 10)
+    torch.testing.assert_close(lse, torch.logsumexp(z.detach(), -1), rtol=0, atol=tol * 10)
+    assert mine.grad.dtype == dtype
+    # bf16 gradients: the same float32 values, rounded once to bf16
+    torch.testing.assert_close(mine.grad, ref_x.grad, rtol=0 if dtype == torch.float32 else 8e-3, atol=tol)
 
 
 def test_unmasked_logprobs_equal_the_masked_forward_on_real_tokens():
