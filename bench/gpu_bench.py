@@ -318,6 +318,7 @@ def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, de
     rows = len(prompts)
     ids = torch.tensor(prompts, device=dev)
     cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
+    engine.decoder.prefill(cache, ids, torch.ones_like(ids))  # warm-up: the first call of a process is slower
     _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
     session = engine.session(rows, work.prompt_len)
     budgets = torch.full((rows,), work.think)

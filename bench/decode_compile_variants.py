@@ -1,0 +1,88 @@
+"""Decode-loop time of the torch generator's GPU path under torch.compile variants (issue 7), one GPU.
+
+For each model shape of ``bench/gpu_bench.py`` (random weights, bf16 head, its workload: 256 rows, 128-token
+prompts, 512 decode steps), the decode loop of ``GraphDecoder`` (CUDA graphs, prefill excluded) is timed with
+the decoder's per-layer graphs compiled
+
+- ``default``: as shipped (``torch.compile(dynamic=False, fullgraph=True)``, cuBLAS GEMMs);
+- ``max-autotune``: inductor also benchmarks Triton GEMM templates for each GEMM shape and may fuse
+  element-wise work into them (``mode="max-autotune-no-cudagraphs"``: the generator captures its own graphs);
+- ``no-pattern-matcher``: inductor's post-grad pattern passes off, which keeps ``x + linear(...)`` from
+  becoming an ``addmm`` that first copies the residual into its output.
+
+Prints a table: ms per decode step, fraction of the HBM bound, and the ratio against ``default``.
+
+    python bench/decode_compile_variants.py [--models smollm2-135m,qwen2-0.5b] [--json PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch._inductor.config
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.gpu_bench import GPU_WORK, PEAKS, SHAPES, BenchTask, BenchTokenizer, build_model, decode_loop  # noqa: E402
+from rlscale.engines import static_decoder  # noqa: E402
+from rlscale.engines.graph_decode import GraphDecoder  # noqa: E402
+from rlscale.engines.phases import PhaseRules  # noqa: E402
+
+VARIANTS = {
+    "default": ({}, {}),
+    "max-autotune": ({"mode": "max-autotune-no-cudagraphs"}, {}),
+    "no-pattern-matcher": ({}, {"pattern_matcher": False}),
+}
+
+
+def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
+    compile_kwargs, inductor_config = VARIANTS[variant]
+    shape, work = SHAPES[shape_name], GPU_WORK
+    tok = BenchTokenizer(shape.vocab)
+    model = build_model(shape, torch.bfloat16, "cuda")
+    rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
+                       interrupt_ids=tok.interrupt_ids, max_answer=work.answer, interruption=True)
+    task = BenchTask(tok, work)
+    prompts = [tok.encode_prompt(p.prompt) for p in task.train_problems()[:work.prompts]
+               for _ in range(work.generations)]
+    real_compile = torch.compile
+    torch._dynamo.reset()
+    try:
+        static_decoder.torch.compile = functools.partial(real_compile, **compile_kwargs)
+        with torch._inductor.config.patch(inductor_config):
+            engine = GraphDecoder(model, rules, False, 1.0, work.think)
+            steps = rules.max_steps(work.think)
+            _, bw = PEAKS["H200" if "H200" in torch.cuda.get_device_name(dev) else "H100"]
+            rec = decode_loop(engine, prompts, work, steps, dev, bw, float("nan"))
+    finally:
+        static_decoder.torch.compile = real_compile
+    return {"ms_per_step": rec["decode_seconds"] / steps * 1e3, "hbm_fraction": rec["hbm_fraction"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    results = {}
+    print(f"{torch.cuda.get_device_name(dev)}; torch {torch.__version__}")
+    print("| model | variant | ms / decode step | HBM bound | default ms / this ms |\n|---|---|---|---|---|", flush=True)
+    for m in args.models.split(","):
+        for variant in VARIANTS:
+            rec = results.setdefault(m, {})[variant] = measure(m, variant, dev)
+            base = results[m]["default"]["ms_per_step"]
+            print(f"| {m} | {variant} | {rec['ms_per_step']:.3f} | {rec['hbm_fraction']:.1%} | "
+                  f"{base / rec['ms_per_step']:.2f}x |", flush=True)
+            torch.cuda.empty_cache()
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
