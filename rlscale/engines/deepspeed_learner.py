@@ -1,7 +1,7 @@
 """The DeepSpeed learner (``engine.learner=deepspeed``): data-parallel ZeRO stage 2 or 3
 (``engine.zero_stage``) with the same update as ``TorchLearner``: AdamW with linear warm-up then a
 constant lr (Section 2: lr 5e-7, eps 1e-15, weight decay 0.01, 100 warm-up steps; scaled by config),
-gradient clipping, the FP32 LM head of Section 3.2 (``precision.lm_head_fp32``, through ``head_logits``)
+gradient clipping, the FP32 LM head of Section 3.2 (``precision.lm_head_fp32``, through ``head_output``)
 and gradient accumulation with the batch's global aggregation weights (Section 3.2: the prompt/sample/
 token average is over the whole batch, so it must not change with the number of micro-batches or ranks).
 
@@ -109,7 +109,7 @@ def plan_micro_batches(num_rows: int, world_size: int, rank: int, micro_batch: i
 
 class PolicyLogprobs(nn.Module):
     """The module DeepSpeed wraps: per-token log-probs and entropies of the policy with the LM head in
-    the configured precision (Section 3.2). ``head_logits`` reads the head weight directly rather than
+    the configured precision (Section 3.2). ``head_output`` reads the head weight directly rather than
     calling the lm_head module, so under ZeRO-3 the weight is registered as an external parameter of this
     module and gathered for its forward and backward."""
 
