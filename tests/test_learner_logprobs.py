@@ -22,6 +22,7 @@ from rlscale.engines.tiny_model import build_tiny_llama
 from rlscale.engines.torch_learner import TorchLearner
 from rlscale.rl import LossSpec
 from rlscale.train.batch import TrainBatch
+from synthetic_batches import off_policy_batch
 
 VOCAB = 96
 
@@ -32,22 +33,11 @@ def tiny_model() -> torch.nn.Module:
 
 
 def right_padded_batch(model, lengths: list[int], seed: int) -> TrainBatch:
-    """Rows of the given lengths, right-padded with id 0; completion = everything after 3 prompt tokens;
-    generator log-probs = the model's own plus noise (an off-policy generator)."""
-    gen = torch.Generator().manual_seed(seed)
-    n, width = len(lengths), max(lengths)
-    ids = torch.zeros((n, width), dtype=torch.long)
-    attn = torch.zeros((n, width), dtype=torch.long)
-    mask = torch.zeros((n, width - 1))
-    for row, length in enumerate(lengths):
-        ids[row, :length] = torch.randint(3, VOCAB, (length,), generator=gen)
-        attn[row, :length] = 1
-        mask[row, 2:length - 1] = 1.0
-    with torch.no_grad():
-        own = token_logprobs(model, ids, True).logp
-    gen_logp = (own + 0.2 * torch.randn(own.shape, generator=gen)) * mask
-    rewards = torch.tensor([1.0, -1.0] * (n // 2))
-    return TrainBatch(ids, attn, gen_logp, mask, torch.zeros_like(ids[:, 1:]), rewards, torch.arange(n) // 2)
+    """Rows of the given lengths, completion = everything after 3 prompt tokens, rewards +1/-1 in groups
+    of two."""
+    n = len(lengths)
+    return off_policy_batch(model, lengths, prompt_len=3, vocab=VOCAB, seed=seed, noise=0.2,
+                            rewards=[1.0, -1.0] * (n // 2), groups=[row // 2 for row in range(n)])
 
 
 @pytest.mark.parametrize("dtype,temperature,tol", [(torch.float32, 1.0, 1e-6), (torch.float32, 0.7, 1e-6),

@@ -80,41 +80,38 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos + rotated * sin
 
 
-def attention_inputs(x: torch.Tensor, ln1: torch.Tensor, qkv_w: torch.Tensor, qkv_b: Optional[torch.Tensor],
-                     q_norm: Optional[torch.Tensor], k_norm: Optional[torch.Tensor], cos: torch.Tensor,
-                     sin: torch.Tensor, dims: tuple[int, int, int], eps: float):
-    """q [.., heads, D], k and v [.., kv_heads, D] of one layer's normalised input, q and k rotated;
+def attention_inputs(x: torch.Tensor, layer: _Layer, cos: torch.Tensor, sin: torch.Tensor,
+                     dims: tuple[int, int, int], eps: float):
+    """q [.., heads, D], k and v [.., kv_heads, D] of ``layer``'s normalised input, q and k rotated;
     ``dims`` = (heads, kv_heads, head_dim)."""
     heads, kv_heads, head_dim = dims
-    qkv = F.linear(rms_norm(x, ln1, eps), qkv_w, qkv_b)
+    qkv = F.linear(rms_norm(x, layer.ln1, eps), layer.qkv, layer.qkv_bias)
     q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
     q, k, v = q.unflatten(-1, (heads, head_dim)), k.unflatten(-1, (kv_heads, head_dim)), v.unflatten(-1, (kv_heads, head_dim))
-    if q_norm is not None:
-        q, k = rms_norm(q, q_norm, eps), rms_norm(k, k_norm, eps)
+    if layer.q_norm is not None:
+        q, k = rms_norm(q, layer.q_norm, eps), rms_norm(k, layer.k_norm, eps)
     cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
     return rotate(q, cos, sin), rotate(k, cos, sin), v
 
 
-def layer_output(x: torch.Tensor, attn: torch.Tensor, o_w: torch.Tensor, o_b: Optional[torch.Tensor], ln2: torch.Tensor,
-                 gate_up: torch.Tensor, down: torch.Tensor, eps: float) -> torch.Tensor:
-    """The residual stream after one layer, from its input and its attention output (SiLU-gated MLP)."""
-    x = x + F.linear(attn, o_w, o_b)
-    gate, up = F.linear(rms_norm(x, ln2, eps), gate_up).chunk(2, dim=-1)
-    return x + F.linear(F.silu(gate) * up, down)
+def layer_output(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, eps: float) -> torch.Tensor:
+    """The residual stream after ``layer``, from its input and its attention output (SiLU-gated MLP)."""
+    x = x + F.linear(attn, layer.o, layer.o_bias)
+    gate, up = F.linear(rms_norm(x, layer.ln2, eps), layer.gate_up).chunk(2, dim=-1)
+    return x + F.linear(F.silu(gate) * up, layer.down)
 
 
-def layer_then_next_inputs(x: torch.Tensor, attn: torch.Tensor, layer: "_Layer", following: "_Layer", cos: torch.Tensor,
+def layer_then_next_inputs(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, following: _Layer, cos: torch.Tensor,
                            sin: torch.Tensor, dims: tuple[int, int, int], eps: float):
     """(residual stream after ``layer``, q, k, v of ``following``): one compiled graph, so the last residual
     add of a layer and the first norm of the next are one kernel."""
-    x = layer_output(x, attn, layer.o, layer.o_bias, layer.ln2, layer.gate_up, layer.down, eps)
-    return x, *attention_inputs(x, following.ln1, following.qkv, following.qkv_bias, following.q_norm,
-                                following.k_norm, cos, sin, dims, eps)
+    x = layer_output(x, attn, layer, eps)
+    return x, *attention_inputs(x, following, cos, sin, dims, eps)
 
 
-def last_layer_output(x: torch.Tensor, attn: torch.Tensor, layer: "_Layer", norm: torch.Tensor, eps: float) -> torch.Tensor:
+def last_layer_output(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, norm: torch.Tensor, eps: float) -> torch.Tensor:
     """The final hidden state: the last layer's output through the model's final norm."""
-    return rms_norm(layer_output(x, attn, layer.o, layer.o_bias, layer.ln2, layer.gate_up, layer.down, eps), norm, eps)
+    return rms_norm(layer_output(x, attn, layer, eps), norm, eps)
 
 
 class StaticKVDecoder:
@@ -207,13 +204,13 @@ class StaticKVDecoder:
         groups = self.heads // self.kv_heads
         x = F.embedding(ids, self.embed)
         for i, layer in enumerate(self.layers):
-            q, k, v = self._inputs(attention_inputs, layer, x, cos, sin)
+            q, k, v = attention_inputs(x, layer, cos, sin, self.dims, self.eps)
             k, v = k.transpose(1, 2), v.transpose(1, 2)
             cache.keys[i, :, :, :width] = k
             cache.values[i, :, :, :width] = v
             out = F.scaled_dot_product_attention(q.transpose(1, 2), k.repeat_interleave(groups, dim=1),
                                                  v.repeat_interleave(groups, dim=1), attn_mask=allowed)
-            x = self._output(layer_output, layer, x, out.transpose(1, 2).flatten(2))
+            x = layer_output(x, out.transpose(1, 2).flatten(2), layer, self.eps)
         return rms_norm(x[:, -1], self.norm, self.eps), positions[:, -1] + 1
 
     @torch.no_grad()
@@ -227,7 +224,7 @@ class StaticKVDecoder:
         cache.mask.index_fill_(1, slot, True)
         groups = self.heads // self.kv_heads
         x = F.embedding(token, self.embed)
-        q, k, v = self._inputs(self.step_inputs, self.layers[0], x, cos, sin)
+        q, k, v = self.step_inputs(x, self.layers[0], cos, sin, self.dims, self.eps)
         for i, layer in enumerate(self.layers):
             keys, values = cache.keys[i], cache.values[i]
             keys.index_copy_(2, slot, k.unsqueeze(2))
@@ -240,12 +237,6 @@ class StaticKVDecoder:
             if i + 1 < len(self.layers):
                 x, q, k, v = self.step_between(x, out, layer, self.layers[i + 1], cos, sin, self.dims, self.eps)
         return self.step_last(x, out, self.layers[-1], self.norm, self.eps)
-
-    def _inputs(self, fn, layer: _Layer, x, cos, sin):
-        return fn(x, layer.ln1, layer.qkv, layer.qkv_bias, layer.q_norm, layer.k_norm, cos, sin, self.dims, self.eps)
-
-    def _output(self, fn, layer: _Layer, x, attn):
-        return fn(x, attn, layer.o, layer.o_bias, layer.ln2, layer.gate_up, layer.down, self.eps)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits [B, V] with the head in the precision of ``rlscale.engines.policy.head_logits``: float32

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import argparse
 import copy
+import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import List
 
 import torch
 
 from rlscale.config.schema import (BatchConfig, EngineConfig, GenerationConfig, LossConfig, ModelConfig, OptimConfig,
                                    RunConfig)
-from rlscale.engines.policy import token_logprobs
 from rlscale.engines.tiny_model import build_tiny_llama
 from rlscale.rl import LossSpec, aggregation_weights, compute_advantages
 from rlscale.train.batch import TrainBatch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared test helpers
+from synthetic_batches import off_policy_batch  # noqa: E402
 
 VOCAB = 48
 GROUPS = [0, 0, 1, 1, 1]  # 5 rows over 2 ranks: shards of 3 and 2 rows
@@ -54,23 +58,9 @@ def initial_model(cfg: RunConfig):
 def synthetic_batch(model, cfg: RunConfig, seed: int) -> TrainBatch:
     """Prompt + completion rows of different lengths; generator log-probs = the model's own plus noise
     (an off-policy generator), rewards +1/-1."""
-    gen = torch.Generator().manual_seed(seed)
-    lengths = [11, 7, 9, 12, 6]
-    n, width = len(lengths), max(lengths)
-    input_ids = torch.zeros((n, width), dtype=torch.long)
-    attention = torch.zeros((n, width), dtype=torch.long)
-    mask = torch.zeros((n, width - 1))
-    for row, length in enumerate(lengths):
-        input_ids[row, :length] = torch.randint(3, VOCAB, (length,), generator=gen)
-        attention[row, :length] = 1
-        mask[row, PROMPT - 1:length - 1] = 1.0
-    with torch.no_grad():
-        own = token_logprobs(model, input_ids, cfg.precision.lm_head_fp32,
-                             cfg.generation.temperature).logp
-    gen_logp = (own + 0.3 * torch.randn(own.shape, generator=gen)) * mask
-    rewards = torch.tensor([1.0, -1.0, 1.0, -1.0, -1.0])
-    return TrainBatch(input_ids, attention, gen_logp, mask, torch.zeros_like(input_ids[:, 1:]), rewards,
-                      torch.tensor(GROUPS))
+    return off_policy_batch(model, [11, 7, 9, 12, 6], PROMPT, VOCAB, seed, noise=0.3,
+                            rewards=[1.0, -1.0, 1.0, -1.0, -1.0], groups=GROUPS, fp32_head=cfg.precision.lm_head_fp32,
+                            temperature=cfg.generation.temperature)
 
 
 def update(learner, batch: TrainBatch, cfg: RunConfig) -> dict:
