@@ -49,8 +49,8 @@ SWEEP = [Plan(block_n=b, splits=s, num_warps=w, num_stages=st)
 @dataclass
 class Inputs:
     q: torch.Tensor  # [B, KVH, G, D]
-    keys: torch.Tensor  # [layers, B, KVH, S, D]
-    values: torch.Tensor
+    keys: torch.Tensor  # [layers, B, KVH, S, D], the first half of the decoder's [layers, B, KVH, S, 2D] cache
+    values: torch.Tensor  # its second half
     mask: torch.Tensor  # [B, S]
     bias: torch.Tensor  # [B, 1, 1, kv_len], SDPA's form of the mask
     kv_len: int
@@ -63,10 +63,9 @@ class Inputs:
 def make_inputs(kv_heads: int, groups: int, kv_len: int, batch: int, slots: int, layers: int,
                 device: torch.device) -> Inputs:
     gen = torch.Generator(device=device).manual_seed(kv_len)
-    shape = (layers, batch, kv_heads, slots, HEAD_DIM)
     q = torch.randn((batch, kv_heads, groups, HEAD_DIM), generator=gen, device=device).bfloat16()
-    keys = torch.randn(shape, generator=gen, device=device, dtype=torch.bfloat16)
-    values = torch.randn(shape, generator=gen, device=device, dtype=torch.bfloat16)
+    kv = torch.randn((layers, batch, kv_heads, slots, 2 * HEAD_DIM), generator=gen, device=device, dtype=torch.bfloat16)
+    keys, values = kv[..., :HEAD_DIM], kv[..., HEAD_DIM:]
     padding = torch.randint(0, min(32, kv_len // 2), (batch, 1), generator=gen, device=device)
     mask = torch.arange(slots, device=device)[None, :] >= padding
     bias = torch.zeros((batch, 1, 1, kv_len), dtype=q.dtype, device=device)

@@ -7,12 +7,13 @@ the decoder's per-layer graphs compiled
 - ``default``: as shipped (``torch.compile(dynamic=False, fullgraph=True)``, cuBLAS GEMMs);
 - ``max-autotune``: inductor also benchmarks Triton GEMM templates for each GEMM shape and may fuse
   element-wise work into them (``mode="max-autotune-no-cudagraphs"``: the generator captures its own graphs);
-- ``no-pattern-matcher``: inductor's post-grad pattern passes off, which keeps ``x + linear(...)`` from
-  becoming an ``addmm`` that first copies the residual into its output.
+- ``no-pattern-matcher``: inductor's post-grad pattern passes off (they once turned the residual add into
+  an ``addmm`` that first copies the residual into its output; ``static_decoder.residual_add`` now prevents
+  that).
 
 Prints a table: ms per decode step, fraction of the HBM bound, and the ratio against ``default``.
 
-    python bench/decode_compile_variants.py [--models smollm2-135m,qwen2-0.5b] [--json PATH]
+    python bench/decode_compile_variants.py [--models smollm2-135m,qwen2-0.5b] [--variants default,...] [--json PATH]
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, default first")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     dev = torch.device("cuda")
@@ -74,7 +76,7 @@ def main() -> None:
     print(f"{torch.cuda.get_device_name(dev)}; torch {torch.__version__}")
     print("| model | variant | ms / decode step | HBM bound | default ms / this ms |\n|---|---|---|---|---|", flush=True)
     for m in args.models.split(","):
-        for variant in VARIANTS:
+        for variant in args.variants.split(","):
             rec = results.setdefault(m, {})[variant] = measure(m, variant, dev)
             base = results[m]["default"]["ms_per_step"]
             print(f"| {m} | {variant} | {rec['ms_per_step']:.3f} | {rec['hbm_fraction']:.1%} | "

@@ -6,7 +6,7 @@ graph replays) at a fixed kv_len; learner: one update of the compiled torch lear
 right-padded batch (prompt + completion tokens, all in the loss). Kernels are grouped by name and
 printed with their share of the profiled GPU time.
 
-    python bench/profile_step.py --model qwen2-0.5b [--rows 256 --kv-len 384 --micro-rows 64] [--out DIR]
+    python bench/profile_step.py --model qwen2-0.5b [--rows 256 --kv-len 384 --micro-rows 64 --micro-batch N --skip-decode]
 """
 from __future__ import annotations
 
@@ -62,9 +62,10 @@ def profile_decode(model, rows: int, kv_len: int, steps: int, top: int) -> str:
         kernel_table(prof, top)
 
 
-def profile_learner(shape_name: str, model, rows: int, top: int) -> str:
+def profile_learner(shape_name: str, model, rows: int, micro_batch: int, top: int) -> str:
     work = GPU_WORK
     cfg = run_config(work, SHAPES[shape_name], False, "ppo", "cuda")
+    cfg.batch.micro_batch = micro_batch or cfg.batch.micro_batch
     learner = build_learner(cfg, model)
     width = work.prompt_len + work.completion
     gen = torch.Generator().manual_seed(0)
@@ -76,13 +77,14 @@ def profile_learner(shape_name: str, model, rows: int, top: int) -> str:
     adv = torch.tensor([1.0, -1.0]).repeat(rows // 2)
     weights = mask / mask.sum()
     learner.step(batch, adv, weights)  # compile
+    torch.cuda.reset_peak_memory_stats()
     _, seconds = timed(lambda: learner.step(batch, adv, weights), torch.device("cuda"))
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         learner.step(batch, adv, weights)
         torch.cuda.synchronize()
     tokens = rows * width
     return (f"learner: {rows} rows x {width} tokens, micro-batch {cfg.batch.micro_batch}, {seconds:.3f} s "
-            f"({tokens / seconds:.4g} tokens/s)\n" + kernel_table(prof, top))
+            f"({tokens / seconds:.4g} tokens/s), peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB\n" + kernel_table(prof, top))
 
 
 def main() -> None:
@@ -92,12 +94,15 @@ def main() -> None:
     ap.add_argument("--kv-len", type=int, default=384)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--micro-rows", type=int, default=64, help="rows of the learner batch")
+    ap.add_argument("--micro-batch", type=int, default=0, help="learner micro-batch rows (default: the shape's)")
+    ap.add_argument("--skip-decode", action="store_true")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
     model = build_model(SHAPES[args.model], torch.bfloat16, "cuda")
     print(f"## {args.model} on {torch.cuda.get_device_name()}\n", flush=True)
-    print(profile_decode(model, args.rows, args.kv_len, args.steps, args.top) + "\n", flush=True)
-    print(profile_learner(args.model, model, args.micro_rows, args.top), flush=True)
+    if not args.skip_decode:
+        print(profile_decode(model, args.rows, args.kv_len, args.steps, args.top) + "\n", flush=True)
+    print(profile_learner(args.model, model, args.micro_rows, args.micro_batch, args.top), flush=True)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ CASES = {
     "g3_split4_block16_headdim80": (2, 1, 3, 80, 64, 61, dict(block_n=16, splits=4)),
 }
 TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2}  # bf16: output rounding plus p rounded to bf16 for p @ v
-LAYER = 1  # keys / values are views of layer 1 of a [layers, B, KVH, S, D] cache, as in the decoder
+LAYER = 1  # keys / values are the halves of layer 1 of a [layers, B, KVH, S, 2D] cache, as in the decoder
 
 
 def make_inputs(batch: int, kv_heads: int, groups: int, head_dim: int, slots: int, kv_len: int, dtype: torch.dtype,
@@ -38,13 +38,13 @@ def make_inputs(batch: int, kv_heads: int, groups: int, head_dim: int, slots: in
     must not be read."""
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(batch, kv_heads, groups, head_dim, generator=gen).to(dtype)
-    cache = torch.randn(2, LAYER + 1, batch, kv_heads, slots, head_dim, generator=gen).to(dtype)
-    cache[:, :, :, :, kv_len:] = float("nan")
+    cache = torch.randn(LAYER + 1, batch, kv_heads, slots, 2 * head_dim, generator=gen).to(dtype)
+    cache[:, :, :, kv_len:] = float("nan")
     mask = torch.ones(batch, slots, dtype=torch.bool)
     mask[0, : kv_len // 2] = False
     mask[1, : kv_len - 1] = False
     mask[-1, 3:9] = False
-    return q, cache[0, LAYER], cache[1, LAYER], mask
+    return q, cache[LAYER, ..., :head_dim], cache[LAYER, ..., head_dim:], mask
 
 
 def run_cases() -> Dict[str, float]:

@@ -45,7 +45,22 @@ def random_model(cls, config_cls, seed: int = 0):
 def test_decoder_matches_the_hf_forward_over_prefill_and_decode(cls, config_cls):
     model = random_model(cls, config_cls)
     assert supports(model)
-    dec = StaticKVDecoder(model, fp32_head=True)
+    assert_decoder_matches_hf(model, StaticKVDecoder(model, fp32_head=True))
+
+
+def test_compiled_decoder_writes_the_cache_in_its_graphs_and_matches_hf():
+    """torch.compile of the decode step (the GPU default; inductor's C++ backend here): the cache writes
+    inside the compiled graphs land in the right slot of the right layer, and every layer reuses one graph."""
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+    model = random_model(Qwen2ForCausalLM, lambda **shape: Qwen2Config(**{**shape, "num_hidden_layers": 3}))
+    assert_decoder_matches_hf(model, StaticKVDecoder(model, fp32_head=True, compiled=True))
+    assert counters["stats"]["unique_graphs"] == 3  # first query, layer-to-layer, last layer
+    assert not counters["recompiles"]
+
+
+def assert_decoder_matches_hf(model, dec: StaticKVDecoder) -> None:
     prompts = [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10]]
     width = 5
     ids = torch.zeros(3, width, dtype=torch.long)

@@ -30,8 +30,10 @@ class SelectedLogprobs(torch.autograd.Function):
     """(log softmax(x * inv_temp) at ``target``, logsumexp(x * inv_temp)) for logits x [..., V] of any
     float dtype, computed in float32, without a [..., V] log-softmax tensor: the backward keeps only x
     (bf16 for the bf16 head) and the logsumexp, and writes dx = (onehot(target) - softmax) * g * inv_temp
-    in x's dtype, the one-hot part as a scatter of one value per position. The learner's full-vocabulary
-    pass is memory-bound, so bytes are its time."""
+    in x's dtype. The learner's full-vocabulary pass is memory-bound, so bytes are its time: the one-hot is a
+    comparison with the position's target, not a scatter, so that compiled, the backward is one kernel that
+    reads x and writes dx (a scatter kept a float32 [..., V] intermediate and a separate cast: 5.8 % of a
+    Qwen2-0.5B learner update on an H200)."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, target: torch.Tensor, inv_temp: float):
@@ -46,9 +48,9 @@ class SelectedLogprobs(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g: torch.Tensor, _lse_grad: torch.Tensor):
         x, target, lse = ctx.saved_tensors
-        g = g * ctx.inv_temp
-        grad = torch.exp(scaled(x, ctx.inv_temp) - lse.unsqueeze(-1)) * -g.unsqueeze(-1)
-        grad.scatter_add_(-1, target.unsqueeze(-1), g.unsqueeze(-1))
+        onehot = torch.arange(x.shape[-1], device=x.device) == target.unsqueeze(-1)
+        softmax = torch.exp(scaled(x, ctx.inv_temp) - lse.unsqueeze(-1))
+        grad = (onehot.float() - softmax) * (g * ctx.inv_temp).unsqueeze(-1)
         return grad.to(x.dtype), None, None
 
 

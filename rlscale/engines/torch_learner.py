@@ -11,7 +11,7 @@ backward in bf16 while the learner keeps fp32 master weights: each micro-batch's
 added into fp32 master gradients, AdamW updates the masters and the bf16 weights are copied from them in
 place (the generator reads those same weights, so the two agree on every parameter; a 5e-7 update of a
 bf16 weight would otherwise round away). The LM head runs in FP32 or bf16 as ``fp32_head`` says
-(Section 3.2). fp32 policies train in fp32. Batches move to the model's device one micro-batch at a time.
+(Section 3.2). fp32 policies train in fp32. A batch moves to the model's device whole, once per update.
 
 Speed (``compiled``, on CUDA): the log-prob pass (the policy's forward, the head, log-softmax and entropy)
 is wrapped in ``torch.compile``, which fuses the element-wise chains of the HF layers (RMSNorm casts,
@@ -102,9 +102,9 @@ class TorchLearner:
         params = self.master.master if self.master is not None else trainable
         self.optimizer, self.scheduler = build_optimizer(model, optim_cfg, params, fused=self.device.type == "cuda")
 
-    def _micro_batches(self, n: int):
+    def _micro_batches(self, n: int) -> List[slice]:
         size = self.micro_batch if self.micro_batch > 0 else n
-        return [torch.arange(i, min(n, i + size)) for i in range(0, n, size)]
+        return [slice(i, min(n, i + size)) for i in range(0, n, size)]
 
     @torch.no_grad()
     def _logprobs_of(self, model, batch: TrainBatch) -> torch.Tensor:
@@ -117,16 +117,20 @@ class TorchLearner:
         stats = torch.zeros(5, dtype=torch.float64, device=dev)  # loss, clip, ratio, entropy, kl
         kl_seen = False
         tokens_in_loss = float(batch.mask.sum())
+        micro_batches = self._micro_batches(batch.num_sequences)
+        shares = [float(batch.mask[rows].sum()) / max(tokens_in_loss, 1.0) for rows in micro_batches]
+        # the whole batch moves once: a copy from pageable host memory waits for the stream, so a copy per
+        # micro-batch would drain the GPU's queue between micro-batches
+        batch, advantages, weights = to_device(batch, dev), advantages.to(dev), weights.to(dev)
         self.optimizer.zero_grad(set_to_none=True)
-        for rows in self._micro_batches(batch.num_sequences):
-            share = float(batch.mask[rows].sum()) / max(tokens_in_loss, 1.0)
-            mb = to_device(batch.rows(rows), dev)
+        for rows, share in zip(micro_batches, shares):
+            mb = batch.rows(rows)
             prox = self._logprobs_of(self.model, mb) if self.loss_spec.tis_cap is not None else None
             ref = self._logprobs_of(self.ref_model, mb) if self.ref_model is not None else None
             out_lp = self.logprobs(self.model, mb.input_ids, self.fp32_head, self.temperature, with_entropy=True)
-            out = policy_loss(LossInputs(logp=out_lp.logp, gen_logp=mb.gen_logp, advantages=advantages[rows].to(dev),
+            out = policy_loss(LossInputs(logp=out_lp.logp, gen_logp=mb.gen_logp, advantages=advantages[rows],
                                          mask=mb.mask, prox_logp=prox, ref_logp=ref), self.loss_spec)
-            loss = (weights[rows].to(dev) * out.per_token).sum()
+            loss = (weights[rows] * out.per_token).sum()
             loss.backward()
             if self.master is not None:
                 self.master.collect_grads()
