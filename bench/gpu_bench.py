@@ -302,6 +302,8 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
             rec["train_tok_s_eager"] = tokens / min(timed(lambda: eager.step(batch, adv, weights), dev)[1]
                                                     for _ in range(2))
             del eager
+        if dev.type == "cuda":  # the peak of the RL steps below, not of the ablations above
+            torch.cuda.reset_peak_memory_stats(dev)
         rl_step(c, 0)  # warm-up of the whole step
         rec.update(rl_step_seconds=min(timed(lambda: rl_step(c, s), dev)[1] for s in (1, 2)))
         if dev.type == "cuda":

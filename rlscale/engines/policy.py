@@ -48,9 +48,11 @@ class SelectedLogprobs(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g: torch.Tensor, _lse_grad: torch.Tensor):
         x, target, lse = ctx.saved_tensors
-        onehot = torch.arange(x.shape[-1], device=x.device) == target.unsqueeze(-1)
-        softmax = torch.exp(scaled(x, ctx.inv_temp) - lse.unsqueeze(-1))
-        grad = (onehot.float() - softmax) * (g * ctx.inv_temp).unsqueeze(-1)
+        onehot = (torch.arange(x.shape[-1], device=x.device) == target.unsqueeze(-1)).to(torch.uint8)
+        grad = x.to(torch.float32, copy=True)  # in place from here: one float32 [..., V] buffer when eager
+        if ctx.inv_temp != 1.0:
+            grad.mul_(ctx.inv_temp)
+        grad.sub_(lse.unsqueeze(-1)).exp_().sub_(onehot).mul_(-(g * ctx.inv_temp).unsqueeze(-1))
         return grad.to(x.dtype), None, None
 
 
@@ -82,7 +84,7 @@ def token_logprobs(model, input_ids: torch.Tensor, fp32_head: bool, temperature:
     if with_entropy:
         with torch.no_grad():  # H = lse - sum softmax(z) z
             z = scaled(out, inv_temp)
-            entropy = lse - (torch.exp(z - lse.unsqueeze(-1)) * z).sum(-1)
+            entropy = lse - torch.exp(z - lse.unsqueeze(-1)).mul_(z).sum(-1)
     else:
         entropy = torch.zeros_like(logp)
     return TokenLogprobs(logp=logp, entropy=entropy)
