@@ -4,12 +4,15 @@ For each model shape of ``bench/gpu_bench.py`` (random weights, bf16 head, its w
 prompts, 512 decode steps), the decode loop of ``GraphDecoder`` (CUDA graphs, prefill excluded) is timed with
 the decoder's per-layer graphs compiled
 
-- ``default``: as shipped (``torch.compile(dynamic=False, fullgraph=True)``, cuBLAS GEMMs);
+- ``default``: as shipped (``torch.compile(dynamic=False, fullgraph=True)``, cuBLAS GEMMs, inductor's combo
+  kernels, which launch the independent kernels of one graph, the rotation of q and the rotation and cache
+  write of k and v, as one);
 - ``max-autotune``: inductor also benchmarks Triton GEMM templates for each GEMM shape and may fuse
-  element-wise work into them (``mode="max-autotune-no-cudagraphs"``: the generator captures its own graphs);
+  element-wise work into them (the generator captures its own CUDA graphs);
 - ``no-pattern-matcher``: inductor's post-grad pattern passes off (they once turned the residual add into
   an ``addmm`` that first copies the residual into its output; ``static_decoder.residual_add`` now prevents
-  that).
+  that);
+- ``no-combo-kernels``: without the horizontal fusion.
 
 Prints a table: ms per decode step, fraction of the HBM bound, and the ratio against ``default``.
 
@@ -18,13 +21,11 @@ Prints a table: ms per decode step, fraction of the HBM bound, and the ratio aga
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 from pathlib import Path
 
 import torch
-import torch._inductor.config
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -34,15 +35,24 @@ from rlscale.engines import static_decoder  # noqa: E402
 from rlscale.engines.graph_decode import GraphDecoder  # noqa: E402
 from rlscale.engines.phases import PhaseRules  # noqa: E402
 
-VARIANTS = {
-    "default": ({}, {}),
-    "max-autotune": ({"mode": "max-autotune-no-cudagraphs"}, {}),
-    "no-pattern-matcher": ({}, {"pattern_matcher": False}),
+VARIANTS = {  # inductor options merged over the decoder's own
+    "default": {},
+    "max-autotune": {"max_autotune": True},
+    "no-pattern-matcher": {"pattern_matcher": False},
+    "no-combo-kernels": {"combo_kernels": False},
 }
 
 
+def compile_with(options: dict):
+    """``torch.compile`` with ``options`` merged over the caller's."""
+    real_compile = torch.compile
+
+    def compile_(fn, **kwargs):
+        return real_compile(fn, **{**kwargs, "options": {**kwargs.get("options", {}), **options}})
+    return compile_
+
+
 def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
-    compile_kwargs, inductor_config = VARIANTS[variant]
     shape, work = SHAPES[shape_name], GPU_WORK
     tok = BenchTokenizer(shape.vocab)
     model = build_model(shape, torch.bfloat16, "cuda")
@@ -54,12 +64,11 @@ def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
     real_compile = torch.compile
     torch._dynamo.reset()
     try:
-        static_decoder.torch.compile = functools.partial(real_compile, **compile_kwargs)
-        with torch._inductor.config.patch(inductor_config):
-            engine = GraphDecoder(model, rules, False, 1.0, work.think)
-            steps = rules.max_steps(work.think)
-            _, bw = PEAKS["H200" if "H200" in torch.cuda.get_device_name(dev) else "H100"]
-            rec = decode_loop(engine, prompts, work, steps, dev, bw, float("nan"))
+        static_decoder.torch.compile = compile_with(VARIANTS[variant])
+        engine = GraphDecoder(model, rules, False, 1.0, work.think)
+        steps = rules.max_steps(work.think)
+        _, bw = PEAKS["H200" if "H200" in torch.cuda.get_device_name(dev) else "H100"]
+        rec = decode_loop(engine, prompts, work, steps, dev, bw, float("nan"))
     finally:
         static_decoder.torch.compile = real_compile
     return {"ms_per_step": rec["decode_seconds"] / steps * 1e3, "hbm_fraction": rec["hbm_fraction"]}

@@ -177,11 +177,17 @@ class StaticKVDecoder:
         self._cos = self._sin = torch.empty(0)
         # decode steps: the per-layer elementwise work (norms, rotary, SiLU gate, residuals) fused by
         # torch.compile around cuBLAS GEMMs, from one layer's attention output to the next layer's q, k, v;
-        # shapes are static (one compile per batch bucket)
+        # shapes are static (one compile per batch bucket); inductor's combo kernels launch the independent
+        # rotation of q and cache write of k and v as one kernel (1.02x per step, H200). Prefill: the same
+        # pieces with dynamic shapes (prompt widths vary); eager, the prefill of 256 x 128 tokens of
+        # Qwen2-0.5B took 0.1 s on an H200
         self.dims = (self.heads, self.kv_heads, self.head_dim)
-        compile_ = (lambda fn: torch.compile(fn, dynamic=False, fullgraph=True)) if compiled else (lambda fn: fn)
+        compile_ = ((lambda fn, dynamic=False: torch.compile(fn, dynamic=dynamic, fullgraph=True,
+                                                             options={"combo_kernels": not dynamic}))
+                    if compiled else (lambda fn, dynamic=False: fn))
         self.step_first = compile_(step_query)
         self.step_between, self.step_last = compile_(layer_then_next_query), compile_(last_layer_output)
+        self.prefill_qkv, self.prefill_output = compile_(rotated_qkv, True), compile_(layer_output, True)
 
     @torch.no_grad()
     def refresh(self) -> None:
@@ -231,13 +237,13 @@ class StaticKVDecoder:
         groups = self.heads // self.kv_heads
         x = F.embedding(ids, self.embed)
         for i, layer in enumerate(self.layers):
-            q, k, v = rotated_qkv(x, layer, cos, sin, self.dims, self.eps)
+            q, k, v = self.prefill_qkv(x, layer, cos, sin, self.dims, self.eps)
             k, v = k.transpose(1, 2), v.transpose(1, 2)
             cache.keys[i, :, :, :width] = k
             cache.values[i, :, :, :width] = v
             out = F.scaled_dot_product_attention(q.transpose(1, 2), k.repeat_interleave(groups, dim=1),
                                                  v.repeat_interleave(groups, dim=1), attn_mask=allowed)
-            x = layer_output(x, out.transpose(1, 2).flatten(2), layer, self.eps)
+            x = self.prefill_output(x, out.transpose(1, 2).flatten(2), layer, self.eps)
         return rms_norm(x[:, -1], self.norm, self.eps), positions[:, -1] + 1
 
     @torch.no_grad()
