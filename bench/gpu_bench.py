@@ -298,10 +298,14 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         if ablation and dev.type == "cuda":  # the same update without torch.compile
             eager = build_learner(dataclasses.replace(cfg, engine=dataclasses.replace(cfg.engine, compile=False)),
                                   c.model)
-            eager.step(batch, adv, weights)
-            rec["train_tok_s_eager"] = tokens / min(timed(lambda: eager.step(batch, adv, weights), dev)[1]
-                                                    for _ in range(2))
+            try:
+                eager.step(batch, adv, weights)
+                rec["train_tok_s_eager"] = tokens / min(timed(lambda: eager.step(batch, adv, weights), dev)[1]
+                                                        for _ in range(2))
+            except torch.OutOfMemoryError:  # eager keeps float32 [micro-batch tokens, vocab] tensors
+                rec["train_tok_s_eager"] = "out of memory"
             del eager
+            release(dev)
         if dev.type == "cuda":  # the peak of the RL steps below, not of the ablations above
             torch.cuda.reset_peak_memory_stats(dev)
         rl_step(c, 0)  # warm-up of the whole step
@@ -554,7 +558,7 @@ def run_checks(device: str, out: dict) -> None:
 def fmt(value, spec: str = ".3g") -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "n/a"
-    return format(value, spec)
+    return value if isinstance(value, str) else format(value, spec)
 
 
 def table(out: dict) -> str:

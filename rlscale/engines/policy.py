@@ -84,7 +84,7 @@ def token_logprobs(model, input_ids: torch.Tensor, fp32_head: bool, temperature:
     if with_entropy:
         with torch.no_grad():  # H = lse - sum softmax(z) z
             z = scaled(out, inv_temp)
-            entropy = lse - torch.exp(z - lse.unsqueeze(-1)).mul_(z).sum(-1)
+            entropy = lse - (z - lse.unsqueeze(-1)).exp_().mul_(z).sum(-1)
     else:
         entropy = torch.zeros_like(logp)
     return TokenLogprobs(logp=logp, entropy=entropy)
