@@ -73,6 +73,21 @@ def test_unmasked_logprobs_equal_the_masked_forward_on_real_tokens():
     torch.testing.assert_close(ours[real], theirs[real], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("fp32_head,temperature", [(True, 1.0), (True, 0.7), (False, 0.7)])
+def test_entropy_is_that_of_the_tempered_softmax(fp32_head, temperature):
+    """H = -sum p log p of softmax(logits / T), the logits from the head in its precision (the bf16 head's
+    reference rounds fp32 logits, hence its looser tolerance)."""
+    model = tiny_model()
+    ids = torch.randint(0, VOCAB, (2, 7), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        ours = token_logprobs(model, ids, fp32_head, temperature, with_entropy=True)
+        logits = model(input_ids=ids).logits[:, :-1]
+        logits = logits.float() if fp32_head else logits.to(torch.bfloat16).float()
+        logp = torch.log_softmax(logits / temperature, -1)
+    theirs = -(logp.exp() * logp).sum(-1)
+    torch.testing.assert_close(ours.entropy, theirs, rtol=1e-5, atol=1e-5 if fp32_head else 5e-2)
+
+
 def test_compiled_learner_updates_like_the_eager_learner():
     eager_model = tiny_model()
     compiled_model = copy.deepcopy(eager_model)
