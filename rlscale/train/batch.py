@@ -46,7 +46,8 @@ class TrainBatch:
     def num_sequences(self) -> int:
         return self.input_ids.shape[0]
 
-    def rows(self, index: torch.Tensor) -> "TrainBatch":
+    def rows(self, index: torch.Tensor | slice) -> "TrainBatch":
+        """The rows ``index`` selects (a slice gives views)."""
         return TrainBatch(*(t[index] for t in (self.input_ids, self.attention_mask, self.gen_logp, self.mask,
                                                self.versions, self.rewards, self.group_ids)))
 
