@@ -32,9 +32,9 @@ SHAPE = dict(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_h
 FAMILIES = [(LlamaForCausalLM, LlamaConfig), (Qwen2ForCausalLM, Qwen2Config), (Qwen3ForCausalLM, Qwen3Config)]
 
 
-def random_model(cls, config_cls, seed: int = 0):
+def random_model(cls, config_cls, seed: int = 0, **shape_overrides):
     torch.manual_seed(seed)
-    model = cls(config_cls(**SHAPE)).eval()
+    model = cls(config_cls(**{**SHAPE, **shape_overrides})).eval()
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.2)
@@ -55,7 +55,7 @@ def test_compiled_decoder_writes_the_cache_in_its_graphs_and_matches_hf():
     torch._dynamo.reset()
     counters = torch._dynamo.utils.counters
     counters.clear()
-    model = random_model(Qwen2ForCausalLM, lambda **shape: Qwen2Config(**{**shape, "num_hidden_layers": 3}))
+    model = random_model(Qwen2ForCausalLM, Qwen2Config, num_hidden_layers=3)
     assert_decoder_matches_hf(model, StaticKVDecoder(model, fp32_head=True, compiled=True))
     # decode: first query, layer-to-layer, last layer; prefill (dynamic shapes): q/k/v, layer output
     assert counters["stats"]["unique_graphs"] == 5

@@ -182,9 +182,12 @@ class StaticKVDecoder:
         # pieces with dynamic shapes (prompt widths vary); eager, the prefill of 256 x 128 tokens of
         # Qwen2-0.5B took 0.1 s on an H200
         self.dims = (self.heads, self.kv_heads, self.head_dim)
-        compile_ = ((lambda fn, dynamic=False: torch.compile(fn, dynamic=dynamic, fullgraph=True,
-                                                             options={"combo_kernels": not dynamic}))
-                    if compiled else (lambda fn, dynamic=False: fn))
+
+        def compile_(fn, dynamic: bool = False):
+            if not compiled:
+                return fn
+            return torch.compile(fn, dynamic=dynamic, fullgraph=True, options={"combo_kernels": not dynamic})
+
         self.step_first = compile_(step_query)
         self.step_between, self.step_last = compile_(layer_then_next_query), compile_(last_layer_output)
         self.prefill_qkv, self.prefill_output = compile_(rotated_qkv, True), compile_(layer_output, True)
