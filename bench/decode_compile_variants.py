@@ -52,23 +52,28 @@ def compile_with(options: dict):
     return compile_
 
 
-def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
-    shape, work = SHAPES[shape_name], GPU_WORK
-    tok = BenchTokenizer(shape.vocab)
-    model = build_model(shape, torch.bfloat16, "cuda")
+def decode_workload(shape_name: str):
+    """(engine, prompts, steps) of gpu_bench's decode workload for ``shape_name``: a ``GraphDecoder`` (bf16
+    head, T = 1) over a random-weight model, its 256 prompts and think budget in steps."""
+    work = GPU_WORK
+    tok = BenchTokenizer(SHAPES[shape_name].vocab)
+    model = build_model(SHAPES[shape_name], torch.bfloat16, "cuda")
     rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
                        interrupt_ids=tok.interrupt_ids, max_answer=work.answer, interruption=True)
     task = BenchTask(tok, work)
     prompts = [tok.encode_prompt(p.prompt) for p in task.train_problems()[:work.prompts]
                for _ in range(work.generations)]
+    return GraphDecoder(model, rules, False, 1.0, work.think), prompts, rules.max_steps(work.think)
+
+
+def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
     real_compile = torch.compile
     torch._dynamo.reset()
     try:
         static_decoder.torch.compile = compile_with(VARIANTS[variant])
-        engine = GraphDecoder(model, rules, False, 1.0, work.think)
-        steps = rules.max_steps(work.think)
+        engine, prompts, steps = decode_workload(shape_name)
         _, bw = PEAKS["H200" if "H200" in torch.cuda.get_device_name(dev) else "H100"]
-        rec = decode_loop(engine, prompts, work, steps, dev, bw, float("nan"))
+        rec = decode_loop(engine, prompts, GPU_WORK, steps, dev, bw, float("nan"))
     finally:
         static_decoder.torch.compile = real_compile
     return {"ms_per_step": rec["decode_seconds"] / steps * 1e3, "hbm_fraction": rec["hbm_fraction"]}

@@ -7,6 +7,7 @@ right-padded batch (prompt + completion tokens, all in the loss). Kernels are gr
 printed with their share of the profiled GPU time.
 
     python bench/profile_step.py --model qwen2-0.5b [--rows 256 --kv-len 384 --micro-rows 64 --micro-batch N --skip-decode]
+        [--graph --skip-learner]
 """
 from __future__ import annotations
 
@@ -26,13 +27,15 @@ from rlscale.train.batch import TrainBatch  # noqa: E402
 from rlscale.train.components import build_learner  # noqa: E402
 
 
-def kernel_table(prof, top: int) -> str:
-    """Kernels grouped by name: total us, calls, share of all kernel time."""
+def kernel_table(prof, top: int, per: int = 0) -> str:
+    """Kernels grouped by name: total us, calls, share of all kernel time (and the total per ``per`` steps)."""
     rows = [(e.key, e.device_time_total, e.count) for e in prof.key_averages()
             if e.device_time_total > 0 and e.device_type == torch.autograd.DeviceType.CUDA]
     total = sum(t for _, t, _ in rows)
     rows.sort(key=lambda r: -r[1])
-    lines = [f"kernel time {total / 1e3:.2f} ms in {sum(c for _, _, c in rows)} launches",
+    launches = sum(c for _, _, c in rows)
+    each = f" ({total / per / 1e3:.3f} ms and {launches / per:.0f} launches per step)" if per else ""
+    lines = [f"kernel time {total / 1e3:.2f} ms in {launches} launches{each}",
              "| share | us | calls | kernel |", "|---|---|---|---|"]
     lines += [f"| {t / total:.1%} | {t:.0f} | {c} | {name[:110]} |" for name, t, c in rows[:top]]
     return "\n".join(lines)
@@ -60,6 +63,24 @@ def profile_decode(model, rows: int, kv_len: int, steps: int, top: int) -> str:
         torch.cuda.synchronize()
     return f"decode: {rows} rows, kv_len {kv_len}, eager launch {seconds / steps * 1e3:.2f} ms/step\n" + \
         kernel_table(prof, top)
+
+
+def profile_graph_steps(shape_name: str, top: int) -> str:
+    """The decode loop as the generator runs it (``GraphDecoder``, one CUDA graph replay per step, the
+    sampler and phase bookkeeping included) on gpu_bench's workload: wall time per step against the
+    kernel time the profiler sees inside the replays (the difference is launch gaps)."""
+    from bench.decode_compile_variants import decode_workload
+
+    engine, prompts, steps = decode_workload(shape_name)
+    session = engine.session(len(prompts), len(prompts[0]))
+    budgets = torch.full((len(prompts),), steps)
+    session.run(prompts, budgets, 2, steps, 0, None)  # captures the graphs
+    _, seconds = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), torch.device("cuda"))
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        session.run(prompts, budgets, 3, steps, 0, None)
+        torch.cuda.synchronize()
+    return (f"graph replays: {len(prompts)} rows, {steps} steps (prefill included), "
+            f"{seconds / steps * 1e3:.3f} ms/step wall\n" + kernel_table(prof, top, per=steps))
 
 
 def profile_learner(shape_name: str, model, rows: int, micro_batch: int, top: int) -> str:
@@ -96,13 +117,18 @@ def main() -> None:
     ap.add_argument("--micro-rows", type=int, default=64, help="rows of the learner batch")
     ap.add_argument("--micro-batch", type=int, default=0, help="learner micro-batch rows (default: the shape's)")
     ap.add_argument("--skip-decode", action="store_true")
+    ap.add_argument("--graph", action="store_true", help="also profile the generator's graph-replayed decode loop")
+    ap.add_argument("--skip-learner", action="store_true")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
     model = build_model(SHAPES[args.model], torch.bfloat16, "cuda")
     print(f"## {args.model} on {torch.cuda.get_device_name()}\n", flush=True)
     if not args.skip_decode:
         print(profile_decode(model, args.rows, args.kv_len, args.steps, args.top) + "\n", flush=True)
-    print(profile_learner(args.model, model, args.micro_rows, args.micro_batch, args.top), flush=True)
+    if args.graph:
+        print(profile_graph_steps(args.model, args.top) + "\n", flush=True)
+    if not args.skip_learner:
+        print(profile_learner(args.model, model, args.micro_rows, args.micro_batch, args.top), flush=True)
 
 
 if __name__ == "__main__":

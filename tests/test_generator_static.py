@@ -20,7 +20,7 @@ from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCa
 
 from rlscale.config.schema import LengthConfig, ModelConfig
 from rlscale.engines.char_tokenizer import CharTokenizer
-from rlscale.engines.graph_decode import GraphDecoder, batch_bucket
+from rlscale.engines.graph_decode import GraphDecoder, batch_bucket, record_step
 from rlscale.engines.gumbel import gumbel_sample, uniforms
 from rlscale.engines.phases import PhaseRules
 from rlscale.engines.policy import token_logprobs
@@ -127,11 +127,12 @@ def test_triton_kernel_matches_the_torch_sampler_in_the_interpreter():
         import torch
         from rlscale.engines import gumbel
         torch.manual_seed(0)
-        for rows, cols in [(5, 3000), (3, 17), (4, 4096)]:
+        gumbel.GUMBEL_CHUNK = 4096  # several chunks per row at these widths
+        for rows, cols in [(5, 3000), (3, 17), (4, 4096), (3, 9000), (2, 20000)]:
             logits = torch.randn(rows, cols) * 3
+            logits[0, 5000 % cols] = logits[0, 8500 % cols] = 40.0  # two dominant columns, in different chunks
             seed = torch.tensor([123456789012])
-            draw, lse = torch.empty(rows, dtype=torch.long), torch.empty(rows)
-            gumbel._gumbel_kernel[(rows,)](logits, cols, seed, draw, lse, 0.7, cols=cols, BLOCK=2048)
+            draw, lse = gumbel.gumbel_sample_triton(logits, 0.7, seed)
             ref_draw, ref_lse = gumbel.gumbel_sample_torch(logits, 0.7, seed)
             assert torch.equal(draw, ref_draw) and torch.allclose(lse, ref_lse), (draw, ref_draw)
     """)
@@ -185,3 +186,25 @@ def test_a_reused_session_gives_the_completions_of_a_fresh_one():
     second, _ = fresh().generate(prompts, budgets, 2, 0, None, tok.decode)
     assert [c.__dict__ for c in first] == [c.__dict__ for c in second]
     assert all(c.truncated == (c.tokens[-1] != tok.eos_id) for c in first)
+
+
+
+def test_the_compiled_step_record_gives_the_completions_of_the_eager_one():
+    """``record_step`` (choice of the token, its log-probability, the phase update) compiled as on GPU (by
+    inductor's C++ backend here): the same tokens, log-probabilities, interruptions and lengths."""
+    tok = CharTokenizer(LengthConfig().phrase)
+    torch.manual_seed(0)
+    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    prompts = [tok.encode_prompt(q) for q in ("12+3", "4", "5+5+5+5", "9+9", "1", "2+2+2")]
+    budgets = torch.tensor([6, 9, 3, 12, 7, 10])
+
+    def completions(compiled: bool):
+        engine = GraphDecoder(model, char_rules(tok), True, 0.8, max_budget=12)
+        if compiled:
+            torch._dynamo.reset()
+            engine.record = torch.compile(record_step, fullgraph=True)
+        return engine.generate(prompts, budgets, 4, 0, None, tok.decode)[0]
+
+    eager, compiled = completions(False), completions(True)
+    assert any(c.interrupted for c in eager) and any(not c.interrupted for c in eager)
+    assert [c.__dict__ for c in compiled] == [c.__dict__ for c in eager]

@@ -42,12 +42,24 @@ def batch_bucket(rows: int) -> int:
     return -(-rows // 64) * 64
 
 
+def record_step(phases: TracePhases, logits: torch.Tensor, draw: torch.Tensor, lse: torch.Tensor,
+                inv_temp: float) -> torch.Tensor:
+    """The step's token (``TracePhases.choose`` of the draw), recorded with its log-probability logits / T -
+    lse (``TracePhases.advance``); compiled on GPU into a few kernels instead of ~40 small launches (0.1 ms
+    of a 1.8 ms SmolLM2 step on an H200)."""
+    token, forcing = phases.choose(draw)
+    logp = logits.gather(1, token.unsqueeze(1)).squeeze(1).float() * inv_temp - lse
+    phases.advance(token, logp, forcing)
+    return token
+
+
 class DecodeSession:
     """Buffers (cache, phases, step inputs) and the captured step graphs of one (rows, slots) shape."""
 
     def __init__(self, decoder: StaticKVDecoder, rules: PhaseRules, rows: int, slots: int, steps: int,
-                 temperature: float, graphs: bool):
+                 temperature: float, graphs: bool, record: Callable[..., torch.Tensor] = record_step):
         self.decoder = decoder
+        self.record = record
         self.rows, self.slots = rows, slots
         self.inv_temp = 1.0 / temperature
         dev = decoder.device
@@ -62,15 +74,14 @@ class DecodeSession:
         if graphs:
             self._capture()
 
+    @torch.no_grad()
     def step(self, kv_len: int) -> None:
         """One decode step (see the module docstring), in place on the session's buffers."""
         ph = self.phases
         logits = self.decoder.logits(self.hidden)
         draw, lse = gumbel_sample(logits, self.inv_temp, self.seed + ph.step)
-        token, forcing = ph.choose(draw)
-        logp = logits.gather(1, token.unsqueeze(1)).squeeze(1).float() * self.inv_temp - lse
         slot = self.start + ph.step
-        ph.advance(token, logp, forcing)
+        token = self.record(ph, logits, draw, lse, self.inv_temp)
         self.hidden.copy_(self.decoder.decode(self.cache, token, self.pos, slot, kv_len))
         self.pos += 1
 
@@ -132,6 +143,7 @@ class GraphDecoder:
                  graphs: bool = True, compiled: bool = True):
         on_gpu = next(model.parameters()).is_cuda
         self.decoder = StaticKVDecoder(model, fp32_head, compiled=compiled and on_gpu)
+        self.record = torch.compile(record_step, fullgraph=True) if compiled and on_gpu else record_step
         self.rules = rules
         self.temperature = temperature
         self.steps = rules.max_steps(max_budget)
@@ -146,7 +158,7 @@ class GraphDecoder:
             while len(self.sessions) >= SESSIONS:
                 self.sessions.popitem(last=False)
             self.sessions[key] = DecodeSession(self.decoder, self.rules, *key, self.steps, self.temperature,
-                                               self.graphs)
+                                               self.graphs, record=self.record)
         return self.sessions[key]
 
     @torch.no_grad()
