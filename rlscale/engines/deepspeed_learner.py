@@ -47,7 +47,7 @@ from torch import nn
 
 from rlscale.config.schema import RunConfig
 from rlscale.engines.policy import token_logprobs
-from rlscale.engines.torch_learner import StepResult, build_optimizer
+from rlscale.engines.torch_learner import StepResult, build_optimizer, to_device
 from rlscale.rl import LossInputs, LossSpec, policy_loss
 from rlscale.train.batch import TrainBatch
 
@@ -256,16 +256,12 @@ class DeepSpeedLearner:
         if self.topo.world_size > 1:
             dist.broadcast_object_list([command.value, payload], src=0, group=self.commands)
 
-    def _on_device(self, tensor: torch.Tensor) -> torch.Tensor:
-        return tensor.to(self.topo.device)
-
     @torch.no_grad()
     def _scored(self, part: TrainBatch, reference: bool) -> torch.Tensor:
         """Log-probs of ``part`` under the current weights (the TIS proximal policy) or the reference."""
-        ids = self._on_device(part.input_ids)
         if reference:
-            return token_logprobs(self.ref_model, ids, self.module.fp32_head, self.module.temperature).logp
-        return self.engine(ids)[0]
+            return token_logprobs(self.ref_model, part.input_ids, self.module.fp32_head, self.module.temperature).logp
+        return self.engine(part.input_ids)[0]
 
     def _step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
         tokens_in_loss = float(batch.mask.sum())
@@ -276,28 +272,32 @@ class DeepSpeedLearner:
             return StepResult(loss=0.0, grad_norm=0.0, clip_fraction=0.0, ratio_mean=0.0, entropy=0.0,
                               kl=0.0 if with_kl else None, trained_tokens=trained_tokens)
         self.engine.train()
+        dev = self.topo.device
         plan = plan_micro_batches(batch.num_sequences, self.topo.world_size, self.topo.rank, self.micro_batch)
+        # as in TorchLearner: the batch moves to the device once and the statistics stay there until the
+        # update is done, so the micro-batches run without waiting for the host
+        batch, advantages, weights = to_device(batch, dev), advantages.to(dev), weights.to(dev)
         # summed over ranks: loss, clip fraction, ratio mean, entropy, kl (token-share weighted)
-        totals = torch.zeros(5, dtype=torch.float64)
+        totals = torch.zeros(5, dtype=torch.float64, device=dev)
         for i, mb in enumerate(plan):
-            part = batch.rows(mb.rows)
+            rows = mb.rows.to(dev)
+            part = batch.rows(rows)
             prox = self._scored(part, reference=False) if self.loss_spec.tis_cap is not None else None
             ref = self._scored(part, reference=True) if self.ref_model is not None else None
             self.engine.set_gradient_accumulation_boundary(i == len(plan) - 1)
-            logp, entropy = self.engine(self._on_device(part.input_ids), with_entropy=True)
-            mask = self._on_device(part.mask)
-            out = policy_loss(LossInputs(logp=logp, gen_logp=self._on_device(part.gen_logp),
-                                         advantages=self._on_device(advantages[mb.rows]), mask=mask,
-                                         prox_logp=prox, ref_logp=ref), self.loss_spec)
-            loss = (self._on_device(weights[mb.rows]) * out.per_token).sum() * (0.0 if mb.ballast else 1.0)
+            logp, entropy = self.engine(part.input_ids, with_entropy=True)
+            out = policy_loss(LossInputs(logp=logp, gen_logp=part.gen_logp, advantages=advantages[rows],
+                                         mask=part.mask, prox_logp=prox, ref_logp=ref), self.loss_spec)
+            loss = (weights[rows] * out.per_token).sum() * (0.0 if mb.ballast else 1.0)
             self.engine.backward(loss * self.topo.world_size)  # DeepSpeed averages gradients over ranks
             if mb.ballast:
                 continue
-            share = float(part.mask.sum()) / tokens_in_loss
-            totals += torch.tensor([loss.item(), float(out.clip_fraction) * share, float(out.ratio_mean) * share,
-                                    float((entropy * mask).sum()) / tokens_in_loss,
-                                    float(out.kl) * share if out.kl is not None else 0.0], dtype=torch.float64)
+            share = part.mask.sum() / tokens_in_loss
+            kl = out.kl.detach() * share if out.kl is not None else torch.zeros((), device=dev)
+            totals += torch.stack([t.detach().double() for t in (
+                loss, out.clip_fraction * share, out.ratio_mean * share, (entropy * part.mask).sum() / tokens_in_loss, kl)])
         self.engine.step()
+        totals = totals.cpu()  # the command group is gloo
         dist.all_reduce(totals, group=self.commands)
         self.engine.eval()
         self._publish()
