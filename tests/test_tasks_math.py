@@ -5,14 +5,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from rlscale.config.schema import TaskConfig
 from rlscale.tasks.base import split_think
+from rlscale.tasks import math as math_task
 from rlscale.tasks.champ import final_answer
-from rlscale.tasks.math import MathTask, held_out_split, math_verify_correct, read_problems
+from rlscale.tasks.math import (VERIFY_TIMEOUT_S, MathTask, OffThreadVerifier, held_out_split, math_verify_correct,
+                                read_problems)
 from rlscale.tasks.registry import build_task
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -89,13 +92,33 @@ def test_unparsable_gold_scores_false():
     assert math_verify_correct("\\frac{", "\\boxed{1}") is False
 
 
-def test_verification_works_off_the_main_thread():
+def scored_in_a_thread(pairs):
+    """``math_verify_correct`` of (gold, answer) ``pairs`` called from a thread other than the main one."""
     results = []
-    worker = threading.Thread(target=lambda: results.append(
-        (math_verify_correct("\\frac{1}{2}", "\\boxed{0.5}"), math_verify_correct("\\frac{1}{2}", "\\boxed{2}"))))
+    worker = threading.Thread(target=lambda: results.extend(math_verify_correct(g, a) for g, a in pairs))
     worker.start()
-    worker.join()
-    assert results == [(True, False)]
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "verification hung"
+    return results
+
+
+def test_verification_off_the_main_thread_keeps_its_timeout():
+    """Without SIGALRM (threads) ``9^{9^{9^{9}}}`` would keep sympy busy for good; the worker process's main
+    thread times it out after VERIFY_TIMEOUT_S and the threads' other answers are still scored."""
+    start = time.monotonic()
+    assert scored_in_a_thread([("\\frac{1}{2}", "\\boxed{0.5}"), ("\\frac{1}{2}", "\\boxed{2}"),
+                               ("1", "$9^{9^{9^{9}}}$"), ("18", "The answer is $\\boxed{18}$.")]) == [True, False, False, True]
+    assert time.monotonic() - start < 4 * VERIFY_TIMEOUT_S
+
+
+def test_a_stuck_verifier_process_is_replaced(monkeypatch):
+    """Past the backstop the worker pool is terminated, the answer scores False, and a new pool serves the
+    next call."""
+    verifier = OffThreadVerifier(workers=1, backstop_s=1.0)
+    monkeypatch.setattr(math_task, "OFF_THREAD", verifier)
+    assert scored_in_a_thread([("1", "$9^{9^{9^{9}}}$")]) == [False]
+    assert verifier._pool is None
+    assert scored_in_a_thread([("18", "\\boxed{18}")]) == [True]
 
 
 @needs_data

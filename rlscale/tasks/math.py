@@ -17,6 +17,8 @@ more rows).
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import random
 import threading
 from functools import lru_cache
@@ -151,10 +153,36 @@ def held_out_split(problems: Sequence[Problem], val_size: int, train_size: int,
     return _reindexed(problems, order[val_size:val_size + train_size]), _reindexed(problems, order[:val_size])
 
 
-def _verify_timeout() -> Optional[int]:
-    """Math-Verify's timeouts use SIGALRM, which only the main thread may set: other threads (a generator
-    thread of PipelineRL) verify without a timeout, bounded by the answer-token budget."""
-    return VERIFY_TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
+class OffThreadVerifier:
+    """Math-Verify for threads other than the main one (a generator thread of PipelineRL). Its timeouts use
+    SIGALRM, which only a main thread may set, and without them an answer such as ``9^{9^{9^{9}}}`` keeps
+    sympy busy for good. So such calls run in the main thread of a worker process (spawned, a pool shared
+    by the threads), where the timeout works; a worker that still has no answer after ``backstop_s`` is
+    terminated with its pool (a new pool serves the next call) and the answer counts as incorrect.
+    Math-Verify's documentation leaves this to the caller ("handle the timeouting yourself")."""
+
+    def __init__(self, workers: int, backstop_s: float):
+        self.workers = workers
+        self.backstop_s = backstop_s
+        self._lock = threading.Lock()
+        self._pool = None
+
+    def correct(self, gold: str, answer_text: str) -> bool:
+        with self._lock:
+            if self._pool is None:
+                self._pool = multiprocessing.get_context("spawn").Pool(self.workers)
+            pool = self._pool
+        try:
+            return pool.apply_async(math_verify_correct, (gold, answer_text)).get(self.backstop_s)
+        except multiprocessing.TimeoutError:
+            with self._lock:
+                if self._pool is pool:
+                    pool.terminate()
+                    self._pool = None
+            return False
+
+
+OFF_THREAD = OffThreadVerifier(workers=min(4, os.cpu_count() or 1), backstop_s=4 * VERIFY_TIMEOUT_S)
 
 
 @lru_cache(maxsize=65536)
@@ -162,20 +190,23 @@ def _parsed_gold(answer: str) -> list:
     # Ground truths are bare LaTeX ("\frac{1}{2}", "(1,2)"): boxing them makes Math-Verify read the whole
     # expression rather than the last number in it.
     text = answer if "\\boxed" in answer else "\\boxed{" + answer + "}"
-    return parse(text, parsing_timeout=_verify_timeout())
+    return parse(text, parsing_timeout=VERIFY_TIMEOUT_S)
 
 
 def math_verify_correct(gold: str, answer_text: str) -> bool:
     """Whether ``answer_text`` (boxed, plain LaTeX or a sentence ending in the answer) equals ``gold``;
-    any error or timeout counts as incorrect."""
+    any error or timeout (``VERIFY_TIMEOUT_S`` for the parse and again for the comparison) counts as
+    incorrect. Off the main thread the check runs in ``OFF_THREAD``'s worker processes."""
     if not answer_text.strip():
         return False
+    if threading.current_thread() is not threading.main_thread():
+        return OFF_THREAD.correct(gold, answer_text)
     try:
         gold_parsed = _parsed_gold(gold)
         if not gold_parsed:
             return False
-        timeout = _verify_timeout()
-        return bool(verify(gold_parsed, parse(answer_text, parsing_timeout=timeout), timeout_seconds=timeout))
+        return bool(verify(gold_parsed, parse(answer_text, parsing_timeout=VERIFY_TIMEOUT_S),
+                           timeout_seconds=VERIFY_TIMEOUT_S))
     except (Exception, TimeoutException):
         return False
 
