@@ -131,6 +131,7 @@ def test_triton_kernel_matches_the_torch_sampler_in_the_interpreter():
         for rows, cols in [(5, 3000), (3, 17), (4, 4096), (3, 9000), (2, 20000)]:
             logits = torch.randn(rows, cols) * 3
             logits[0, 5000 % cols] = logits[0, 8500 % cols] = 40.0  # two dominant columns, in different chunks
+            logits[-1, :2100] = float("-inf")  # a masked first chunk
             seed = torch.tensor([123456789012])
             draw, lse = gumbel.gumbel_sample_triton(logits, 0.7, seed)
             ref_draw, ref_lse = gumbel.gumbel_sample_torch(logits, 0.7, seed)

@@ -64,10 +64,10 @@ if triton is not None:
     def _gumbel_partial_kernel(logits_ptr, stride, seed_ptr, part_ptr, part_col_ptr, inv_temp, chunks,
                                cols: tl.constexpr, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
         """One (row, chunk of CHUNK columns): the chunk's max and sum of exp(x - max) of x = logits / T,
-        and its best Gumbel score with that score's (first) column. The hash runs in uint32: 64-bit
-        integer products made the one-program-per-row kernel take 185 us for 256 x 151936 bf16 logits (H200);
-        with these two changes 140 us, and 130 us with the chunk's max taken per block instead of per lane (one
-        exponential per logit instead of two) in chunks of 4096 (``bench/results/sampler-H200-session5.md``)."""
+        and its best Gumbel score with that score's (first) column. On 256 x 151936 bf16 logits (H200) the
+        former kernel, one program per row hashing in 64-bit integers, took 185 us; hashing in uint32 with a
+        program per chunk took 140 us, and taking the chunk's max per block rather than per lane (one
+        exponential per logit instead of two) in chunks of 4096, 130 us (``bench/results/sampler-H200-session5.md``)."""
         row = tl.program_id(0)
         chunk = tl.program_id(1)
         key = _mix_tl((tl.load(seed_ptr) & 0xFFFFFFFF).to(tl.uint32))
@@ -82,9 +82,9 @@ if triton is not None:
             valid = col < cols
             x = tl.load(logits_ptr + row.to(tl.int64) * stride + col, mask=valid,
                         other=float("-inf")).to(tl.float32) * inv_temp
-            # a chunk's first block always holds a valid column, so new_max is finite
             new_max = tl.maximum(chunk_max, tl.max(x, 0))
-            chunk_sum = chunk_sum * tl.exp(chunk_max - new_max) + tl.sum(tl.exp(x - new_max), 0)
+            shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # no NaN from -inf - -inf
+            chunk_sum = chunk_sum * tl.exp(chunk_max - shift) + tl.sum(tl.exp(x - shift), 0)
             chunk_max = new_max
             bits = _mix_tl(base + col.to(tl.uint32)) >> 8
             u = (bits.to(tl.float32) + 0.5) * (1.0 / 16777216.0)

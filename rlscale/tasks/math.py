@@ -154,12 +154,13 @@ def held_out_split(problems: Sequence[Problem], val_size: int, train_size: int,
 
 
 class OffThreadVerifier:
-    """Math-Verify for threads other than the main one (a generator thread of PipelineRL). Its timeouts use
-    SIGALRM, which only a main thread may set, and without them an answer such as ``9^{9^{9^{9}}}`` keeps
-    sympy busy for good. So such calls run in the main thread of a worker process (spawned, a pool shared
-    by the threads), where the timeout works; a worker that still has no answer after ``backstop_s`` is
-    terminated with its pool (a new pool serves the next call) and the answer counts as incorrect.
-    Math-Verify's documentation leaves this to the caller ("handle the timeouting yourself")."""
+    """Math-Verify for threads other than the main one. rlscale scores in main threads (the trainer's, a
+    worker process's); a caller that scores from threads (a threaded evaluation harness) comes here. The
+    timeouts use SIGALRM, which only a main thread may set, and without them an answer such as
+    ``9^{9^{9^{9}}}`` keeps sympy busy for good. So such calls run in the main thread of a worker process
+    (spawned, a pool shared by the threads), where the timeout works; a worker that still has no answer
+    after ``backstop_s`` is terminated with its pool (a new pool serves the next call) and the answer counts
+    as incorrect. Math-Verify's documentation leaves this to the caller ("handle the timeouting yourself")."""
 
     def __init__(self, workers: int, backstop_s: float):
         self.workers = workers
