@@ -172,6 +172,7 @@ class OffThreadVerifier:
         with self._lock:
             if self._pool is None:
                 self._pool = multiprocessing.get_context("spawn").Pool(self.workers)
+                self._pool.apply(math_verify_correct, ("1", "1"))  # start-up and imports, outside the backstop
             pool = self._pool
         try:
             return pool.apply_async(math_verify_correct, (gold, answer_text)).get(self.backstop_s)
