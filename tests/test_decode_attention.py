@@ -27,10 +27,6 @@ CASES = {
     "g7_block128": (2, 2, 7, 64, 200, 190, dict(block_n=128)),
     "g3_split4_block16_headdim80": (2, 1, 3, 80, 64, 61, dict(block_n=16, splits=4)),
 }
-# name -> (.., kv_len, live slots < kv_len, plan): the kernel gets the decoder's ``live`` bound; from there on
-# the cache is NaN and the mask True, so a slot read past it would show
-LIVE = {"g3_live": (3, 3, 3, 64, 160, 128, 100, None),
-        "g7_split3_live": (2, 2, 7, 64, 200, 192, 70, dict(block_n=32, splits=3))}
 TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2}  # bf16: output rounding plus p rounded to bf16 for p @ v
 LAYER = 1  # keys / values are the halves of layer 1 of a [layers, B, KVH, S, 2D] cache, as in the decoder
 
@@ -63,13 +59,6 @@ def run_cases() -> Dict[str, float]:
             assert out.dtype == dtype and out.shape == q.shape
             ref = decode_attention_reference(q.float(), keys.float(), values.float(), mask, kv_len)
             errors[f"{name}-{str(dtype).split('.')[-1]}"] = (out.float() - ref).abs().max().item()
-    for name, (batch, kv_heads, groups, head_dim, slots, kv_len, live, plan) in LIVE.items():
-        for dtype in (torch.float32, torch.bfloat16):
-            q, keys, values, mask = make_inputs(batch, kv_heads, groups, head_dim, slots, live, dtype)
-            out = decode_attention(q, keys, values, mask, kv_len, live=torch.tensor([live]),
-                                   config=Plan(**plan) if plan else None)
-            ref = decode_attention_reference(q.float(), keys.float(), values.float(), mask, live)
-            errors[f"{name}-{str(dtype).split('.')[-1]}"] = (out.float() - ref).abs().max().item()
     return errors
 
 
@@ -84,7 +73,7 @@ def kernel_errors() -> Dict[str, float]:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("case", list(CASES) + list(LIVE))
+@pytest.mark.parametrize("case", list(CASES))
 def test_kernel_matches_reference(kernel_errors: Dict[str, float], case: str, dtype: str):
     error = kernel_errors[f"{case}-{dtype}"]
     assert error < TOLERANCE[dtype], f"{case} {dtype}: max abs error {error}"

@@ -78,26 +78,19 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def decode_attention_reference(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
-                               kv_len: int, scale: Optional[float] = None, live: Optional[torch.Tensor] = None
-                               ) -> torch.Tensor:
+                               kv_len: int, scale: Optional[float] = None) -> torch.Tensor:
     """``decode_attention`` by SDPA: the G query heads of a KV head are that head's query "sequence", so the
-    cache is not repeated; the mask becomes an additive [B, 1, 1, kv_len] bias. ``live`` is not needed: the
-    mask is False beyond it."""
+    cache is not repeated; the mask becomes an additive [B, 1, 1, kv_len] bias."""
     bias = torch.zeros((q.shape[0], 1, 1, kv_len), dtype=q.dtype, device=q.device)
     bias.masked_fill_(~mask[:, None, None, :kv_len], float("-inf"))
     return F.scaled_dot_product_attention(q, keys[:, :, :kv_len], values[:, :, :kv_len], attn_mask=bias, scale=scale)
 
 
 def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, kv_len: int,
-                     scale: Optional[float] = None, live: Optional[torch.Tensor] = None,
-                     config: Optional[Plan] = None) -> torch.Tensor:
+                     scale: Optional[float] = None, config: Optional[Plan] = None) -> torch.Tensor:
     """Attention of q [B, KVH, G, D] to slots 0..kv_len-1 of keys / values [B, KVH, S, D] (last dim
     contiguous) where mask [B, S] (bool) is True; every row needs a live slot below kv_len. Returns
-    [B, KVH, G, D] in q's dtype. ``live``: an optional [1] integer tensor on the device, the number of slots
-    that can hold a live key (<= kv_len; the mask is False beyond it); the kernel stops reading there. A
-    captured decode step attends to its graph's kv_len, a multiple of 64, while the live slots grow by one
-    per step, so without it a step reads 32 dead slots per row on average. ``config`` overrides ``plan``
-    (benchmarks, tests)."""
+    [B, KVH, G, D] in q's dtype. ``config`` overrides ``plan`` (benchmarks, tests)."""
     batch, kv_heads, groups, head_dim = q.shape
     assert keys.stride(-1) == 1 and values.stride(-1) == 1 and keys.shape[-2] >= kv_len
     q = q if q.stride(-1) == 1 else q.contiguous()
@@ -116,13 +109,12 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     d_pad = max(MIN_DOT, triton.next_power_of_2(head_dim))
     _decode_kernel[(programs, splits)](
-        q, keys, values, mask, live if live is not None else mask, out, part_acc, part_m, part_l,
+        q, keys, values, mask, out, part_acc, part_m, part_l,
         kv_heads, kv_len, chunk, splits, scale * LOG2E,
         q.stride(0), q.stride(1), q.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
         values.stride(0), values.stride(1), values.stride(2), mask.stride(0),
         GROUPS=groups, HEAD_DIM=head_dim, G_PAD=max(MIN_DOT, triton.next_power_of_2(groups)), D_PAD=d_pad,
-        BLOCK_N=cfg.block_n, SPLIT=splits > 1, HAS_LIVE=live is not None,
-        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        BLOCK_N=cfg.block_n, SPLIT=splits > 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     if splits > 1:
         _combine_kernel[(programs * groups,)](part_acc, part_m, part_l, out, splits, HEAD_DIM=head_dim, D_PAD=d_pad,
@@ -151,15 +143,13 @@ if triton is not None:
         _widen_interpreter_bf16_dot()
 
     @triton.jit
-    def _decode_kernel(Q, K, V, Mask, Live, Out, PartAcc, PartM, PartL,
+    def _decode_kernel(Q, K, V, Mask, Out, PartAcc, PartM, PartL,
                        kv_heads, kv_len, chunk, splits, qk_scale,
                        stride_qb, stride_qh, stride_qg, stride_kb, stride_kh, stride_kn,
                        stride_vb, stride_vh, stride_vn, stride_mb,
                        GROUPS: tl.constexpr, HEAD_DIM: tl.constexpr, G_PAD: tl.constexpr, D_PAD: tl.constexpr,
-                       BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, HAS_LIVE: tl.constexpr,
-                       DOT_PRECISION: tl.constexpr):
-        """One (row, KV head, split): online softmax over its slots [split * chunk, +chunk) ∩ [0, kv_len)
-        (∩ [0, Live) with HAS_LIVE; a split past it writes m = -inf, l = 0, which the combine weighs 0)."""
+                       BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr):
+        """One (row, KV head, split): online softmax over its slots [split * chunk, +chunk) ∩ [0, kv_len)."""
         bh = tl.program_id(0).to(tl.int64)
         split = tl.program_id(1)
         b = bh // kv_heads
@@ -174,8 +164,6 @@ if triton is not None:
         v_base = V + b * stride_vb + h * stride_vh
         start = split * chunk
         end = tl.minimum(start + chunk, kv_len)
-        if HAS_LIVE:
-            end = tl.minimum(end, tl.load(Live).to(tl.int32))
         m_i = tl.full([G_PAD], float("-inf"), tl.float32)
         l_i = tl.zeros([G_PAD], tl.float32)
         acc = tl.zeros([G_PAD, D_PAD], tl.float32)
