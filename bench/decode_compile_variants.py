@@ -12,7 +12,11 @@ the decoder's per-layer graphs compiled
 - ``no-pattern-matcher``: inductor's post-grad pattern passes off (they once turned the residual add into
   an ``addmm`` that first copies the residual into its output; ``static_decoder.residual_add`` now prevents
   that);
-- ``no-combo-kernels``: without the horizontal fusion.
+- ``no-combo-kernels``: without the horizontal fusion;
+- ``coordinate-descent``: inductor also tunes the launch configuration of its element-wise and reduction
+  kernels by coordinate descent;
+- ``max-autotune-prologue``: ``max-autotune`` with prologue fusion on (element-wise producers such as
+  ``silu(gate) * up`` fused into the Triton GEMM that reads them).
 
 Prints a table: ms per decode step, fraction of the HBM bound, and the ratio against ``default``.
 
@@ -40,6 +44,8 @@ VARIANTS = {  # inductor options merged over the decoder's own
     "max-autotune": {"max_autotune": True},
     "no-pattern-matcher": {"pattern_matcher": False},
     "no-combo-kernels": {"combo_kernels": False},
+    "coordinate-descent": {"coordinate_descent_tuning": True},
+    "max-autotune-prologue": {"max_autotune": True, "prologue_fusion": True},
 }
 
 
