@@ -190,9 +190,10 @@ def test_a_reused_session_gives_the_completions_of_a_fresh_one():
 
 
 
-def test_the_compiled_step_record_gives_the_completions_of_the_eager_one():
+@pytest.mark.parametrize("interruption", [True, False])
+def test_the_compiled_step_record_gives_the_completions_of_the_eager_one(interruption):
     """``record_step`` (choice of the token, its log-probability, the phase update) compiled as on GPU (by
-    inductor's C++ backend here): the same tokens, log-probabilities, interruptions and lengths."""
+    inductor's C++ backend here): the same tokens, log-probabilities, interruptions or truncations, lengths."""
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
     model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
@@ -200,12 +201,13 @@ def test_the_compiled_step_record_gives_the_completions_of_the_eager_one():
     budgets = torch.tensor([6, 9, 3, 12, 7, 10])
 
     def completions(compiled: bool):
-        engine = GraphDecoder(model, char_rules(tok), True, 0.8, max_budget=12)
+        engine = GraphDecoder(model, char_rules(tok, interruption), True, 0.8, max_budget=12)
         if compiled:
             torch._dynamo.reset()
             engine.record = torch.compile(record_step, fullgraph=True)
         return engine.generate(prompts, budgets, 4, 0, None, tok.decode)[0]
 
     eager, compiled = completions(False), completions(True)
-    assert any(c.interrupted for c in eager) and any(not c.interrupted for c in eager)
+    ended_at_budget = [c.interrupted if interruption else c.truncated for c in eager]
+    assert any(ended_at_budget) and not all(ended_at_budget)
     assert [c.__dict__ for c in compiled] == [c.__dict__ for c in eager]
