@@ -189,7 +189,6 @@ def test_a_reused_session_gives_the_completions_of_a_fresh_one():
     assert all(c.truncated == (c.tokens[-1] != tok.eos_id) for c in first)
 
 
-
 @pytest.mark.parametrize("interruption", [True, False])
 def test_the_compiled_step_record_gives_the_completions_of_the_eager_one(interruption):
     """``record_step`` (choice of the token, its log-probability, the phase update) compiled as on GPU (by
