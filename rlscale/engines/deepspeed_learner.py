@@ -274,13 +274,13 @@ class DeepSpeedLearner:
         self.engine.train()
         dev = self.topo.device
         plan = plan_micro_batches(batch.num_sequences, self.topo.world_size, self.topo.rank, self.micro_batch)
-        # as in TorchLearner: the batch moves to the device once and the statistics stay there until the
-        # update is done, so the micro-batches run without waiting for the host
+        # as in TorchLearner: the batch (and the passes' row indices) move to the device once and the
+        # statistics stay there until the update is done, so the micro-batches run without waiting for the host
         batch, advantages, weights = to_device(batch, dev), advantages.to(dev), weights.to(dev)
+        pass_rows = [mb.rows.to(dev) for mb in plan]
         # summed over ranks: loss, clip fraction, ratio mean, entropy, kl (token-share weighted)
         totals = torch.zeros(5, dtype=torch.float64, device=dev)
-        for i, mb in enumerate(plan):
-            rows = mb.rows.to(dev)
+        for i, (mb, rows) in enumerate(zip(plan, pass_rows)):
             part = batch.rows(rows)
             prox = self._scored(part, reference=False) if self.loss_spec.tis_cap is not None else None
             ref = self._scored(part, reference=True) if self.ref_model is not None else None
