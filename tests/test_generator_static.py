@@ -82,15 +82,20 @@ def assert_decoder_matches_hf(model, dec: StaticKVDecoder) -> None:
         pos = pos + 1
 
 
+def tiny_char_policy() -> tuple[CharTokenizer, torch.nn.Module]:
+    """The embedded default's tokenizer and tiny Llama, seeded 0."""
+    tok = CharTokenizer(LengthConfig().phrase)
+    torch.manual_seed(0)
+    return tok, build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+
+
 def char_rules(tok: CharTokenizer, interruption: bool = True) -> PhaseRules:
     return PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
                       interrupt_ids=tok.interrupt_ids, max_answer=6, interruption=interruption)
 
 
 def test_completions_carry_the_hf_log_probabilities_of_their_tokens():
-    tok = CharTokenizer(LengthConfig().phrase)
-    torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    tok, model = tiny_char_policy()
     temperature = 0.7
     engine = GraphDecoder(model, char_rules(tok), fp32_head=True, temperature=temperature, max_budget=12)
     prompts = [tok.encode_prompt(q) for q in ("1+2", "33+4+5", "7")] * 2
@@ -143,9 +148,7 @@ def test_triton_kernel_matches_the_torch_sampler_in_the_interpreter():
 
 
 def test_in_flight_update_switches_the_policy_mid_sequence():
-    tok = CharTokenizer(LengthConfig().phrase)
-    torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    tok, model = tiny_char_policy()
     saved = {k: v.clone() for k, v in model.state_dict().items()}
     # bf16 head: the decoder reads its own copy of the head, which only ``refresh`` updates
     engine = GraphDecoder(model, char_rules(tok), fp32_head=False, temperature=1.0, max_budget=20)
@@ -171,9 +174,7 @@ def test_in_flight_update_switches_the_policy_mid_sequence():
 
 
 def test_a_reused_session_gives_the_completions_of_a_fresh_one():
-    tok = CharTokenizer(LengthConfig().phrase)
-    torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    tok, model = tiny_char_policy()
     prompts = [tok.encode_prompt(q) for q in ("12+3", "4", "5+5+5+5")]
     budgets = torch.tensor([6, 9, 3])
 
@@ -193,9 +194,7 @@ def test_a_reused_session_gives_the_completions_of_a_fresh_one():
 def test_the_compiled_step_record_gives_the_completions_of_the_eager_one(interruption):
     """``record_step`` (choice of the token, its log-probability, the phase update) compiled as on GPU (by
     inductor's C++ backend here): the same tokens, log-probabilities, interruptions or truncations, lengths."""
-    tok = CharTokenizer(LengthConfig().phrase)
-    torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    tok, model = tiny_char_policy()
     prompts = [tok.encode_prompt(q) for q in ("12+3", "4", "5+5+5+5", "9+9", "1", "2+2+2")]
     budgets = torch.tensor([6, 9, 3, 12, 7, 10])
 
