@@ -73,7 +73,7 @@ def profile_graph_steps(shape_name: str, top: int) -> str:
 
     engine, prompts, steps = decode_workload(shape_name)
     session = engine.session(len(prompts), len(prompts[0]))
-    budgets = torch.full((len(prompts),), steps)
+    budgets = torch.full((len(prompts),), GPU_WORK.think)
     session.run(prompts, budgets, 2, steps, 0, None)  # captures the graphs
     _, seconds = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), torch.device("cuda"))
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
