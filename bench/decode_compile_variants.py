@@ -16,7 +16,10 @@ the decoder's per-layer graphs compiled
 - ``coordinate-descent``: inductor also tunes the launch configuration of its element-wise and reduction
   kernels by coordinate descent;
 - ``max-autotune-prologue``: ``max-autotune`` with prologue fusion on (element-wise producers such as
-  ``silu(gate) * up`` fused into the Triton GEMM that reads them).
+  ``silu(gate) * up`` fused into the Triton GEMM that reads them);
+- ``pdl``: inductor's Triton kernels launched with programmatic dependent launch (Hopper): a kernel's blocks
+  start while its predecessor finishes and wait (``griddepcontrol.wait``) only before the first load of
+  what the predecessor wrote.
 
 Prints a table: ms per decode step, fraction of the HBM bound, and the ratio against ``default``.
 
@@ -46,6 +49,7 @@ VARIANTS = {  # inductor options merged over the decoder's own
     "no-combo-kernels": {"combo_kernels": False},
     "coordinate-descent": {"coordinate_descent_tuning": True},
     "max-autotune-prologue": {"max_autotune": True, "prologue_fusion": True},
+    "pdl": {"triton.enable_pdl": True},
 }
 
 

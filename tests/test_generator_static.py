@@ -21,7 +21,7 @@ from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCa
 from rlscale.config.schema import LengthConfig, ModelConfig
 from rlscale.engines.char_tokenizer import CharTokenizer
 from rlscale.engines.graph_decode import GraphDecoder, batch_bucket, record_step
-from rlscale.engines.gumbel import gumbel_sample, uniforms
+from rlscale.engines.gumbel import gumbel_sample, uniforms, unit_interval
 from rlscale.engines.phases import PhaseRules
 from rlscale.engines.policy import token_logprobs
 from rlscale.engines.static_decoder import StaticKVDecoder, supports
@@ -124,23 +124,45 @@ def test_gumbel_max_draws_follow_the_softmax_and_repeat_with_the_seed():
     assert not torch.equal(draw, gumbel_sample(logits, 0.5, torch.tensor([8]))[0])
     u = uniforms(torch.tensor([3]), 100, 1000)
     assert 0 < float(u.min()) and float(u.max()) < 1 and abs(float(u.mean()) - 0.5) < 0.01
+    extremes = unit_interval(torch.tensor([0, 2**23 - 1]))  # the largest hash must not round to u = 1 (inf noise)
+    assert extremes.tolist() == [2.0**-24, 1 - 2.0**-24]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
 def test_triton_kernel_matches_the_torch_sampler_in_the_interpreter():
     script = textwrap.dedent("""
         import torch
+        import triton
+        import triton.language as tl
+        from triton.language.extra import libdevice
         from rlscale.engines import gumbel
-        torch.manual_seed(0)
         gumbel.GUMBEL_CHUNK = 2048  # several chunks per row at these widths
-        for rows, cols in [(5, 3000), (3, 17), (4, 4096), (3, 9000), (2, 20000)]:
-            logits = torch.randn(rows, cols) * 3
-            logits[0, 5000 % cols] = logits[0, 8500 % cols] = 40.0  # two dominant columns, in different chunks
-            logits[-1, :2100] = float("-inf")  # a masked first chunk
-            seed = torch.tensor([123456789012])
-            draw, lse = gumbel.gumbel_sample_triton(logits, 0.7, seed)
-            ref_draw, ref_lse = gumbel.gumbel_sample_torch(logits, 0.7, seed)
-            assert torch.equal(draw, ref_draw) and torch.allclose(lse, ref_lse), (draw, ref_draw)
+        # the GPU path (FAST_LOG: the series of -log(u) near u = 1) with tl.log standing in for the hardware
+        # log, which the interpreter lacks; then the accurate path
+        libdevice.fast_logf = lambda x: tl.log(x)
+
+        @triton.jit
+        def noise_kernel(u_ptr, out_ptr, N: tl.constexpr):
+            i = tl.arange(0, N)
+            tl.store(out_ptr + i, gumbel._gumbel_noise(tl.load(u_ptr + i), True))
+
+        bits = torch.cat([torch.arange(2**23 - 4096, 2**23), torch.randint(0, 2**23, (4096,))])  # u near 1: the series
+        u = gumbel.unit_interval(bits)
+        noise = torch.empty_like(u)
+        noise_kernel[(1,)](u, noise, N=len(u))
+        exact = -torch.log(-torch.log(u.double()))
+        assert float((noise.double() - exact).abs().max()) < 2e-6, float((noise.double() - exact).abs().max())
+        for fast in (True, False):
+            gumbel.FAST_LOG = fast
+            torch.manual_seed(0)
+            for rows, cols in [(5, 3000), (3, 17), (4, 4096), (3, 9000), (2, 20000)]:
+                logits = torch.randn(rows, cols) * 3
+                logits[0, 5000 % cols] = logits[0, 8500 % cols] = 40.0  # two dominant columns, two chunks
+                logits[-1, :2100] = float("-inf")  # a masked first chunk
+                seed = torch.tensor([123456789012])
+                draw, lse = gumbel.gumbel_sample_triton(logits, 0.7, seed)
+                ref_draw, ref_lse = gumbel.gumbel_sample_torch(logits, 0.7, seed)
+                assert torch.equal(draw, ref_draw) and torch.allclose(lse, ref_lse), (fast, draw, ref_draw)
     """)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)

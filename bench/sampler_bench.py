@@ -1,0 +1,73 @@
+"""Time of the Gumbel-max sampler kernels (issue 7), one GPU: the noise's logarithms by the hardware
+approximation (shipped, ``gumbel.FAST_LOG``) against the accurate ``logf`` (the baseline), in the same run.
+
+Workload: 256 rows (the generator's benchmark batch), logits ~ N(0, 16) for SmolLM2's and Qwen2's
+vocabularies, T = 1. Each time is the mean of ``--iters`` replays of a CUDA graph holding one call.
+"same draws" is the fraction of rows, over ``--seeds`` seeds, whose draw equals ``gumbel_sample_torch``'s
+on the same GPU tensors (accurate logs), and "lse err" the largest |lse - torch's lse|.
+
+    python bench/sampler_bench.py [--iters 500] [--seeds 20] [--json PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.decode_attention_bench import time_graph  # noqa: E402
+from rlscale.engines import gumbel  # noqa: E402
+
+ROWS = 256
+VOCABS = {"smollm2-135m": 49152, "qwen2-0.5b": 151936}
+
+
+def measure(vocab: int, fast: bool, iters: int, seeds: int) -> dict:
+    gumbel.FAST_LOG = fast
+    gen = torch.Generator(device="cuda").manual_seed(vocab)
+    logits = (torch.randn(ROWS, vocab, device="cuda", generator=gen) * 4).to(torch.bfloat16)
+    same, lse_err = 0, 0.0
+    for s in range(seeds):
+        seed = torch.tensor([1000 + s], device="cuda")
+        draw, lse = gumbel.gumbel_sample_triton(logits, 1.0, seed)
+        ref_draw, ref_lse = gumbel.gumbel_sample_torch(logits, 1.0, seed)
+        same += int((draw == ref_draw).sum())
+        lse_err = max(lse_err, float((lse - ref_lse).abs().max()))
+    seed = torch.tensor([7], device="cuda")
+    us = time_graph(lambda _: gumbel.gumbel_sample_triton(logits, 1.0, seed), layers=1, reps=iters)
+    return {"vocab": vocab, "fast_log": fast, "us": us, "same_draws": same / (seeds * ROWS), "lse_err": lse_err,
+            "gb_per_s": logits.numel() * logits.element_size() / us / 1e3}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iters", type=int, default=500)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    shipped = gumbel.FAST_LOG
+    rows = []
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, {ROWS} rows, bf16 logits")
+    print("| model | vocab | logs | us | GB/s read | same draws | lse err |")
+    print("|---|---|---|---|---|---|---|")
+    for name, vocab in VOCABS.items():
+        for fast in (False, True):
+            r = measure(vocab, fast, args.iters, args.seeds)
+            rows.append({"model": name, **r})
+            print(f"| {name} | {vocab} | {'approx' if fast else 'accurate'} | {r['us']:.1f} | {r['gb_per_s']:.0f} "
+                  f"| {r['same_draws']:.4f} | {r['lse_err']:.1e} |")
+    gumbel.FAST_LOG = shipped
+    for name in VOCABS:
+        base, fast = (r["us"] for r in rows if r["model"] == name)
+        print(f"{name}: accurate / approx logs = {base / fast:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
