@@ -19,9 +19,7 @@ the decoder's per-layer graphs compiled
   ``silu(gate) * up`` fused into the Triton GEMM that reads them);
 - ``pdl``: inductor's Triton kernels launched with programmatic dependent launch (Hopper): a kernel's blocks
   start while its predecessor finishes and wait (``griddepcontrol.wait``) only before the first load of
-  what the predecessor wrote;
-- ``cublas-residual``: the attention-output and down projections by cuBLAS (``F.linear``) instead of the
-  split-K kernel of ``rlscale.engines.splitk_linear`` (``static_decoder.SPLIT_K_RESIDUAL = False``).
+  what the predecessor wrote.
 
 Prints a table: ms per decode step, fraction of the HBM bound, and the ratio against ``default``.
 
@@ -52,9 +50,7 @@ VARIANTS = {  # inductor options merged over the decoder's own
     "coordinate-descent": {"coordinate_descent_tuning": True},
     "max-autotune-prologue": {"max_autotune": True, "prologue_fusion": True},
     "pdl": {"triton.enable_pdl": True},
-    "cublas-residual": {},
 }
-DECODER_SETTINGS = {"cublas-residual": {"SPLIT_K_RESIDUAL": False}}  # static_decoder globals per variant
 
 
 def compile_with(options: dict):
@@ -82,20 +78,14 @@ def decode_workload(shape_name: str):
 
 def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
     real_compile = torch.compile
-    settings = DECODER_SETTINGS.get(variant, {})
-    saved = {name: getattr(static_decoder, name) for name in settings}
     torch._dynamo.reset()
     try:
         static_decoder.torch.compile = compile_with(VARIANTS[variant])
-        for name, value in settings.items():
-            setattr(static_decoder, name, value)
         engine, prompts, steps = decode_workload(shape_name)
         _, bw = PEAKS["H200" if "H200" in torch.cuda.get_device_name(dev) else "H100"]
         rec = decode_loop(engine, prompts, GPU_WORK, steps, dev, bw, float("nan"))
     finally:
         static_decoder.torch.compile = real_compile
-        for name, value in saved.items():
-            setattr(static_decoder, name, value)
     return {"ms_per_step": rec["decode_seconds"] / steps * 1e3, "hbm_fraction": rec["hbm_fraction"]}
 
 

@@ -23,9 +23,6 @@ import torch
 import torch.nn.functional as F
 
 from rlscale.engines.decode_attention import available, decode_attention, decode_attention_reference
-from rlscale.engines.splitk_linear import residual_projection
-
-SPLIT_K_RESIDUAL = True  # decode steps on CUDA: the o and down projections by split-K (False: cuBLAS; benchmarks)
 
 SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
 
@@ -124,27 +121,25 @@ def residual_add(x: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
     return (x.float() + update.float()).to(x.dtype)
 
 
-def layer_output(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, eps: float, split_k: bool = False) -> torch.Tensor:
-    """The residual stream after ``layer``, from its input and its attention output (SiLU-gated MLP);
-    ``split_k``: the two projections that feed the residual adds by ``rlscale.engines.splitk_linear``."""
-    x = residual_add(x, residual_projection(attn, layer.o, layer.o_bias, split_k))
+def layer_output(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, eps: float) -> torch.Tensor:
+    """The residual stream after ``layer``, from its input and its attention output (SiLU-gated MLP)."""
+    x = residual_add(x, F.linear(attn, layer.o, layer.o_bias))
     gate, up = F.linear(rms_norm(x, layer.ln2, eps), layer.gate_up).chunk(2, dim=-1)
-    return residual_add(x, residual_projection(F.silu(gate) * up, layer.down, None, split_k))
+    return residual_add(x, F.linear(F.silu(gate) * up, layer.down))
 
 
 def layer_then_next_query(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, following: _Layer, cos: torch.Tensor,
                           sin: torch.Tensor, dims: tuple[int, int, int], eps: float, kv: torch.Tensor,
-                          slot: torch.Tensor, split_k: bool = False):
+                          slot: torch.Tensor):
     """(residual stream after ``layer``, ``step_query`` of ``following`` into its cache ``kv``): one compiled
     graph, so the last residual add of a layer and the first norm of the next are one kernel."""
-    x = layer_output(x, attn, layer, eps, split_k)
+    x = layer_output(x, attn, layer, eps)
     return x, step_query(x, following, cos, sin, dims, eps, kv, slot)
 
 
-def last_layer_output(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, norm: torch.Tensor, eps: float,
-                      split_k: bool = False) -> torch.Tensor:
+def last_layer_output(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, norm: torch.Tensor, eps: float) -> torch.Tensor:
     """The final hidden state: the last layer's output through the model's final norm."""
-    return rms_norm(layer_output(x, attn, layer, eps, split_k), norm, eps)
+    return rms_norm(layer_output(x, attn, layer, eps), norm, eps)
 
 
 class StaticKVDecoder:
@@ -162,7 +157,6 @@ class StaticKVDecoder:
         self.dtype = self.embed.dtype
         self.device = self.embed.device
         self.attend = decode_attention if available(self.device) else decode_attention_reference
-        self.split_k = SPLIT_K_RESIDUAL and available(self.device)
         self.layers: List[_Layer] = []
         for layer in model.model.layers:
             attn, mlp = layer.self_attn, layer.mlp
@@ -275,8 +269,8 @@ class StaticKVDecoder:
                               kv_len).reshape(batch, self.heads * self.head_dim)
             if i + 1 < len(self.layers):
                 x, q = self.step_between(x, out, layer, self.layers[i + 1], cos, sin, self.dims, self.eps,
-                                         cache.kv[i + 1], slot, self.split_k)
-        return self.step_last(x, out, self.layers[-1], self.norm, self.eps, self.split_k)
+                                         cache.kv[i + 1], slot)
+        return self.step_last(x, out, self.layers[-1], self.norm, self.eps)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits [B, V] with the head in the precision of ``rlscale.engines.policy.head_logits``: float32
