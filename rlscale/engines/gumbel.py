@@ -4,11 +4,10 @@ The draw is argmax_v (logits_v / T + g_v) with g_v = -log(-log(u_v)), which is a
 categorical distribution. The uniforms u come from an integer hash of (seed, row, column) (two rounds of
 the "lowbias32" mixer), so they need no generator state: the same seed gives the same draws on any
 device (up to near-ties, see ``FAST_LOG``), inside a CUDA graph too (the seed is a device tensor the graph
-reads). u = (b + 1/2) / 2^23 for
-23 random bits b, exact in float32 and so strictly inside (0, 1). (With 24 bits, b + 1/2 rounded to 2^24
-for b = 2^24 - 1: u = 1, infinite noise, and a uniformly random token drawn in ~0.9 % of the draws over a
-152k vocabulary.) The largest noise is -log(-log(1 - 2^-24)) = 16.6: a token more than ~17 nats below
-the best one is never drawn (probability under 1e-7 per draw).
+reads). u = (b + 1/2) / 2^23 for 23 random bits b, exact in float32 and so strictly inside (0, 1). (With
+24 bits, b + 1/2 rounded to 2^24 for b = 2^24 - 1: u = 1, infinite noise, and a uniformly random token
+drawn in ~0.9 % of the draws over a 152k vocabulary.) The largest noise is -log(-log(1 - 2^-24)) = 16.6:
+a token more than ~17 nats below the best one is never drawn (probability under 1e-7 per draw).
 
 ``gumbel_sample`` also returns logsumexp(logits / T), so the log-probability of any token (the drawn one
 or a forced one) is one gather away: log pi(v) = logits_v / T - lse (the generator's logprob of
