@@ -91,7 +91,7 @@ if triton is not None:
     @triton.jit
     def _gumbel_partial_kernel(logits_ptr, stride, seed_ptr, part_ptr, part_col_ptr, inv_temp, chunks,
                                cols: tl.constexpr, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
-                               FAST: tl.constexpr):
+                               BITS: tl.constexpr, FAST: tl.constexpr):
         """One (row, chunk of CHUNK columns): the chunk's max and sum of exp(x - max) of x = logits / T,
         and its best Gumbel score with that score's (first) column. On 256 x 151936 bf16 logits (H200) the
         former kernel, one program per row hashing in 64-bit integers, took 185 us; hashing in uint32 with a
@@ -115,8 +115,8 @@ if triton is not None:
             shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # no NaN from -inf - -inf
             chunk_sum = chunk_sum * tl.exp(chunk_max - shift) + tl.sum(tl.exp(x - shift), 0)
             chunk_max = new_max
-            bits = _mix_tl(base + col.to(tl.uint32)) >> 9  # 32 - UNIFORM_BITS
-            u = (bits.to(tl.float32) + 0.5) * (1.0 / 8388608.0)  # unit_interval
+            bits = _mix_tl(base + col.to(tl.uint32)) >> (32 - BITS)
+            u = (bits.to(tl.float32) + 0.5) * (1.0 / (1 << BITS))  # unit_interval
             score = tl.where(valid, x + _gumbel_noise(u, FAST), float("-inf"))
             better = score > best
             best_col = tl.where(better, col, best_col)
@@ -161,8 +161,8 @@ def gumbel_sample_triton(logits: torch.Tensor, inv_temp: float, seed: torch.Tens
     draw = torch.empty(rows, dtype=torch.long, device=logits.device)
     lse = torch.empty(rows, dtype=torch.float32, device=logits.device)
     _gumbel_partial_kernel[(rows, chunks)](logits, logits.stride(0), seed, part, part_col, inv_temp, chunks,
-                                           cols=cols, CHUNK=GUMBEL_CHUNK, BLOCK=1024, FAST=FAST_LOG,
-                                           num_warps=4)
+                                           cols=cols, CHUNK=GUMBEL_CHUNK, BLOCK=1024, BITS=UNIFORM_BITS,
+                                           FAST=FAST_LOG, num_warps=4)
     _gumbel_combine_kernel[(rows,)](part, part_col, draw, lse, chunks, cols=cols,
                                     C_PAD=max(2, triton.next_power_of_2(chunks)))
     return draw, lse
