@@ -1,11 +1,13 @@
 """Whole runs of the two off-policy algorithms of Section 3.1 on the embedded task (tiny batches):
 PPO-off-policy-k's lag cycles 0..k-1 with generation every k steps; PipelineRL-k's recorded lag never
-exceeds k, k = 0 is on-policy, a resumed run carries on; a killed generator fails the run, a killed
-trainer takes its generators with it."""
+exceeds k, k = 0 is on-policy, a resumed run carries on; with scheduled in-flight updates one seed gives one
+curve however the trainer is slowed; a killed generator fails the run, a killed trainer takes its generators
+with it."""
 from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from typing import Dict, List
 import pytest
 
 from rlscale.config import compose_run_config
+from rlscale.train import pipeline
 from rlscale.train.loop import train
 from waiting import wait_for
 
@@ -78,6 +81,29 @@ def test_pipeline_dynamic_sampling_draws_more_groups_on_policy(tmp_path):
     lines = train_lines(tmp_path)
     assert len(lines) == 3 and lines[-1]["samples"] > 3 * 4 * 4  # zero-variance groups were replaced
     assert all(r["lag_max"] == 0 for r in lines)  # groups drawn on demand are sampled by the current weights
+
+
+TIMING_FIELDS = {"generator_idle_frac", "gpu_hours", "queue_depth", "samples_per_s", "step_seconds", "tokens_per_s",
+                 "trainer_wait_s", "weight_load_s", "weight_sync_s"}
+
+
+def test_scheduled_pipeline_gives_one_curve_per_seed_however_slow_the_trainer(tmp_path, monkeypatch):
+    extra = ("offpolicy.num_generators=2", "offpolicy.update_every_tokens=8")  # chunks finish in any order
+    assert run(tmp_path / "a", "pipeline", 2, 6, *extra) == "done"
+    publish = pipeline.PipelineSource.after_update
+    delays = random.Random()  # unseeded: the timing differs from run to run
+
+    def slow_publish(self, model, version: int) -> None:
+        time.sleep(delays.uniform(0.0, 0.4))
+        publish(self, model, version)
+    monkeypatch.setattr(pipeline.PipelineSource, "after_update", slow_publish)
+    assert run(tmp_path / "b", "pipeline", 2, 6, *extra) == "done"
+    a, b = train_lines(tmp_path / "a"), train_lines(tmp_path / "b")
+    assert len(a) == len(b) == 6
+    for x, y in zip(a, b):
+        assert {k: v for k, v in x.items() if k not in TIMING_FIELDS} == {k: v for k, v in y.items()
+                                                                          if k not in TIMING_FIELDS}
+    assert any(r["lag_min"] < r["lag_max"] for r in a) and max(r["lag_max"] for r in a) == 2
 
 
 def process_table() -> Dict[int, int]:

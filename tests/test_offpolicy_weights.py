@@ -1,11 +1,15 @@
 """In-flight weight updates (PipelineRL, Section 3.1), in one process and deterministic: a publication
 between decode steps switches the generator's weights mid-sequence, the KV cache is kept, every token
-records the version that sampled it, and the tokens after the switch follow the new policy."""
+records the version that sampled it, and the tokens after the switch follow the new policy. Scheduled
+updates load the version their schedule names, wait for it, and stop at the consuming step's version."""
 from __future__ import annotations
 
 import copy
 import math
+import threading
+import time
 
+import pytest
 import torch
 import torch.multiprocessing as mp
 
@@ -13,7 +17,7 @@ from rlscale.config.schema import GenerationConfig, LengthConfig, ModelConfig
 from rlscale.engines.char_tokenizer import CharTokenizer
 from rlscale.engines.tiny_model import build_tiny_llama
 from rlscale.engines.torch_generator import TorchGenerator
-from rlscale.train.pipeline_weights import PolicyReplica, SharedWeights
+from rlscale.train.pipeline_weights import PolicyReplica, ScheduledVersions, SharedWeights
 
 SWITCH = 5  # the update lands before decode step SWITCH (1-based): tokens 0..SWITCH-2 are version 0
 
@@ -82,3 +86,49 @@ def test_publish_and_refresh_copy_exact_weights():
     assert replica.refresh(no_peer) == 7
     for a, b in zip(replica.model.state_dict().values(), trained.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def policy_of_version(model: torch.nn.Module, version: int) -> torch.nn.Module:
+    """``model`` with its LM head filled with ``version`` (which version a replica holds, readable)."""
+    out = copy.deepcopy(model)
+    out.lm_head.weight.data.fill_(float(version))
+    return out
+
+
+def later(seconds: float, action) -> threading.Thread:
+    thread = threading.Timer(seconds, action)
+    thread.start()
+    return thread
+
+
+def test_scheduled_versions_wait_for_their_version_and_stop_at_the_consuming_step():
+    tok = CharTokenizer(LengthConfig().phrase)
+    torch.manual_seed(0)
+    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    shared = SharedWeights(model, mp.get_context("forkserver"), slots=3)  # k = 2
+    replica = PolicyReplica(shared, torch.device("cpu"))
+    for v in range(3):
+        shared.publish(policy_of_version(model, v), v, no_peer)
+    chunk = ScheduledVersions(replica, issued=1, position=8, every=2, check=no_peer)
+
+    def held() -> float:
+        return replica.model.lm_head.weight[0, 0].item()
+
+    assert chunk.prefill() == 1 and held() == 1.0
+    assert [chunk() for _ in range(4)] == [1, 1, 2, 2] and held() == 2.0  # one version per 2 tokens
+    # step 4 wants version 3, not published yet: it waits for the publication, not for a newer version
+    later(0.3, lambda: shared.publish(policy_of_version(model, 3), 3, no_peer)).join(0)
+    start = time.monotonic()
+    assert chunk() == 3 and held() == 3.0 and time.monotonic() - start >= 0.25
+    assert chunk() == 3
+    # step 6 wants version 4; the trainer, at version 3, turns out to need this chunk (stream position 8 < 12)
+    # for its step, so version 4 cannot come before the chunk: the chunk goes on with version 3
+    shared.set_need(3, 8, no_peer)  # positions < 8 needed: not this chunk yet
+    later(0.3, lambda: shared.set_need(3, 12, no_peer))
+    start = time.monotonic()
+    assert chunk() == 3 and time.monotonic() - start >= 0.25
+    assert [chunk() for _ in range(4)] == [3, 3, 3, 3] and held() == 3.0
+    # version 1's slot now holds version 4: a chunk still wanting 1 fails loudly instead of sampling 4
+    shared.publish(policy_of_version(model, 4), 4, no_peer)
+    with pytest.raises(RuntimeError, match="policy version 1 is no longer published"):
+        ScheduledVersions(replica, issued=1, position=0, every=2, check=no_peer).prefill()

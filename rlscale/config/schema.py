@@ -136,12 +136,20 @@ class GenerationConfig:
 @dataclass
 class OffpolicyConfig:
     """Off-policy algorithm (Section 3.1): ``pipeline`` (PipelineRL-k, ScaleRL) or ``ppo``
-    (PPO-off-policy-k: generate k batches, then k updates). k = 0 is on-policy."""
+    (PPO-off-policy-k: generate k batches, then k updates). k = 0 is on-policy.
+
+    ``update_every_tokens`` (pipeline only): 0 = a generator takes new weights at its next decode step
+    after they are published, as in the paper ("as soon as an update finishes"), so which version samples
+    which token depends on timing; N > 0 = scheduled in-flight updates: a chunk issued at version v samples
+    its decode step s with version v + s // N (waiting for it), capped at the version of the step that
+    consumes the chunk. The same seed then gives the same curve; the trainer keeps k + 1 published
+    copies of the policy."""
 
     name: str = "pipeline"
     k: int = 8
     num_generators: int = 1
     queue_size: int = 4
+    update_every_tokens: int = 0
 
 
 @dataclass

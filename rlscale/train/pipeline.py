@@ -18,8 +18,11 @@ step <= v + k. Hence the lag (trainer version minus sampling version) of every t
 [0, k]: generators wait when they are k + 1 batches ahead, the trainer waits for the groups it needs.
 k = 0 is on-policy: batch v is issued only once version v is published and is trained by step v.
 
-Determinism: PipelineRL depends on timing (which version samples which token), so one seed gives one
-curve only with ``offpolicy=ppo``; chunk sampling seeds depend only on the stream position.
+Determinism: chunk sampling seeds depend only on the stream position, and chunks are scored only when a
+step needs them, in stream order. Which version samples which token depends on timing unless
+``offpolicy.update_every_tokens`` schedules the in-flight updates (``ScheduledVersions``): the trainer
+tells the generators which versions and stream positions its current step needs (``GeneratorPool.need``)
+and the generators follow the schedule, so one seed gives one curve.
 Resume: the checkpoint holds the scored groups not yet trained on and the prompt ids still in
 flight; generation in flight is dropped and those prompts are generated again after the restart.
 Compute: generator CPU seconds are added to the run's core-seconds when their chunk is scored (on CUDA
@@ -110,34 +113,40 @@ class PipelineSource:
                 return
             self.in_flight[self.issued] = ids
             seed = CHUNK_SEED_BASE + 1_000_003 * self.seed + self.issued
-            self.workers.submit(ChunkRequest(self.issued, self.sampler.encode(ids), seed))
+            self.workers.submit(ChunkRequest(self.issued, self.sampler.encode(ids), seed, self.published))
             self.issued += len(ids)
 
     def _receive(self) -> None:
-        """Take one finished chunk off the queue (waiting for it) and score every chunk whose turn
-        has come."""
+        """Take one finished chunk off the queue, waiting up to a poll interval for it."""
         start = time.monotonic()
         result = self.workers.receive(POLL_S)
         self.counters.trainer_wait_s += time.monotonic() - start
-        if result is None:
-            return
-        self.arrived[result.position] = result
-        while self.in_flight and next(iter(self.in_flight)) in self.arrived:
-            position, ids = self.in_flight.popitem(last=False)
-            result = self.arrived.pop(position)
-            self.ready.extend(self.sampler.score(ids, result.completions))
-            meter = self.sampler.meter
-            if meter.device_type == "cpu":
-                meter.totals.device_seconds += result.cpu_seconds
+        if result is not None:
+            self.arrived[result.position] = result
+
+    def _score_next(self) -> None:
+        """Score the oldest chunk in flight, receiving until it has arrived. Chunks are scored only when a
+        step needs them, in stream order, so the pool's pass rates and the generation compute at every
+        issue depend on the stream alone, not on when chunks happened to arrive."""
+        position = next(iter(self.in_flight))
+        while position not in self.arrived:
+            self._receive()
+        ids = self.in_flight.pop(position)
+        result = self.arrived.pop(position)
+        self.ready.extend(self.sampler.score(ids, result.completions))
+        meter = self.sampler.meter
+        if meter.device_type == "cpu":
+            meter.totals.device_seconds += result.cpu_seconds
 
     def _take(self, n: int) -> List[ScoredGroup]:
         """The next ``n`` groups of the stream, waiting for them (issued now if not in flight yet)."""
         in_flight = self.issued - self.consumed - len(self.ready)
         self._issue(self.issued + max(0, n - len(self.ready) - in_flight))
+        self.workers.need(self.published, self.consumed + n)
         while len(self.ready) < n:
             if not self.in_flight:
                 raise PoolExhausted("No-Positive-Resampling removed every training prompt")
-            self._receive()
+            self._score_next()
         self.consumed += n
         return [self.ready.popleft() for _ in range(n)]
 

@@ -9,17 +9,24 @@ and reaches generator processes through CUDA IPC, so a publication is one device
 peer copy. Both sides hold one inter-process lock while copying, so a generator never reads half-written
 weights. Lock waits poll ``check`` (the peer-liveness test) so a dead peer fails the caller instead of
 hanging it.
+
+Scheduled updates (``offpolicy.update_every_tokens`` = N > 0): the published policy keeps the last k + 1
+versions, one slot each (version v in slot v mod (k + 1)), and a generator loads the version its chunk's
+schedule names rather than the newest one (``ScheduledVersions``). While a chunk is in flight the
+trainer's version is at most k past the version the chunk was issued at (the bound of
+``rlscale.train.pipeline``), so the slots never lose a version a generator still needs.
 """
 from __future__ import annotations
 
 import copy
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, List, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import torch
 
 POLL_S = 0.5
+WAIT_S = 0.0005  # scheduled updates: poll interval while waiting for a version
 
 
 def paired_tensors(dst: torch.nn.Module, src: torch.nn.Module) -> List[Tuple[torch.Tensor, torch.Tensor]]:
@@ -39,13 +46,16 @@ def copy_weights(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> None:
 
 
 class SharedWeights:
-    """The published policy: a shared-memory copy of the model and its version (-1 before the first
-    publication). Made by the trainer, handed to generator processes at start."""
+    """The published policy: ``slots`` shared-memory copies of the model holding the newest versions
+    (version v in slot v mod slots), the newest version (-1 before the first publication) and the
+    trainer's need (``need``). Made by the trainer, handed to generator processes at start."""
 
-    def __init__(self, model: torch.nn.Module, ctx):
-        self.model = copy.deepcopy(model).eval().share_memory()
+    def __init__(self, model: torch.nn.Module, ctx, slots: int = 1):
+        self.models = [copy.deepcopy(model).eval().share_memory() for _ in range(slots)]
+        self.held = ctx.RawArray("q", [-1] * slots)  # the version in each slot
         self.version = ctx.RawValue("q", -1)
         self.lock = ctx.Lock()
+        self.need_state = ctx.RawArray("q", [-1, 0])  # (trainer version, stream positions it needs), under lock
 
     @contextmanager
     def locked(self, check: Callable[[], None]) -> Iterator[None]:
@@ -59,10 +69,21 @@ class SharedWeights:
     def publish(self, model: torch.nn.Module, version: int, check: Callable[[], None]) -> float:
         """Copy ``model``'s weights in as ``version``; returns the seconds it took (lock wait included)."""
         start = time.perf_counter()
+        slot = version % len(self.models)
         with self.locked(check):
-            copy_weights(paired_tensors(self.model, model))
+            copy_weights(paired_tensors(self.models[slot], model))
+            self.held[slot] = version
             self.version.value = version
         return time.perf_counter() - start
+
+    def set_need(self, version: int, upto: int, check: Callable[[], None]) -> None:
+        """The trainer, at ``version``, needs the groups at stream positions < ``upto`` for its step."""
+        with self.locked(check):
+            self.need_state[0], self.need_state[1] = version, upto
+
+    def need(self, check: Callable[[], None]) -> Tuple[int, int]:
+        with self.locked(check):
+            return self.need_state[0], self.need_state[1]
 
 
 class PolicyReplica:
@@ -70,17 +91,83 @@ class PolicyReplica:
 
     def __init__(self, shared: SharedWeights, device: torch.device):
         self.shared = shared
-        self.model = copy.deepcopy(shared.model).to(device).eval()
-        self.pairs = paired_tensors(self.model, shared.model)
+        self.model = copy.deepcopy(shared.models[0]).to(device).eval()
+        self.pairs = [paired_tensors(self.model, slot) for slot in shared.models]
         self.version = -1
         self.load_seconds = 0.0
 
     def refresh(self, check: Callable[[], None]) -> int:
-        """Load the published weights if their version changed; returns the version now held."""
-        if self.shared.version.value != self.version:
-            start = time.perf_counter()
-            with self.shared.locked(check):
-                copy_weights(self.pairs)
-                self.version = self.shared.version.value
-            self.load_seconds += time.perf_counter() - start
-        return self.version
+        """Load the newest published weights if their version changed; returns the version now held."""
+        return self.version if self.shared.version.value == self.version else self._copy_in(None, check)
+
+    def load(self, version: int, check: Callable[[], None]) -> int:
+        """Load published ``version`` (no-op if held); raises if its slot was overwritten by a newer one."""
+        return version if version == self.version else self._copy_in(version, check)
+
+    def _copy_in(self, version: Optional[int], check: Callable[[], None]) -> int:
+        """Copy ``version`` (None: the newest, read under the lock) into the replica."""
+        start = time.perf_counter()
+        with self.shared.locked(check):
+            version = self.shared.version.value if version is None else version
+            slot = version % len(self.pairs)
+            if self.shared.held[slot] != version:
+                raise RuntimeError(f"policy version {version} is no longer published (slot {slot} holds "
+                                   f"{self.shared.held[slot]})")
+            copy_weights(self.pairs[slot])
+            self.version = version
+        self.load_seconds += time.perf_counter() - start
+        return version
+
+
+class NewestVersions:
+    """Immediate in-flight updates (the paper's, ``offpolicy.update_every_tokens`` = 0): the prefill and
+    every decode step use the newest published version."""
+
+    waited = 0.0  # never waits
+
+    def __init__(self, replica: PolicyReplica, check: Callable[[], None]):
+        self.replica, self.check = replica, check
+
+    def prefill(self) -> int:
+        return self.replica.refresh(self.check)
+
+    def __call__(self) -> int:
+        """The version of the next decode step, loaded."""
+        self.check()
+        return self.replica.refresh(self.check)
+
+
+class ScheduledVersions:
+    """Deterministic in-flight updates of one chunk (``offpolicy.update_every_tokens`` = ``every``):
+    decode step s samples with version ``issued + s // every``, the chunk's issue version plus one per
+    ``every`` tokens, waiting for it to be published; but never past the trainer's version at the step
+    that consumes the chunk, since that step publishes nothing until the chunk arrives. That version is
+    known once the trainer needs the chunk (``SharedWeights.need``). Either way the version depends only
+    on the stream, not on timing, so one seed gives one curve."""
+
+    def __init__(self, replica: PolicyReplica, issued: int, position: int, every: int, check: Callable[[], None]):
+        self.replica, self.issued, self.position, self.every, self.check = replica, issued, position, every, check
+        self.step = 0
+        self.waited = 0.0  # seconds spent waiting for versions
+
+    def prefill(self) -> int:
+        return self.replica.load(self.issued, self.check)
+
+    def __call__(self) -> int:
+        """The version of the next decode step, loaded."""
+        self.check()
+        wanted = self.issued + self.step // self.every
+        self.step += 1
+        shared = self.replica.shared
+        start = polled = time.monotonic()
+        while shared.version.value < wanted:
+            version, upto = shared.need(self.check)
+            if self.position < upto and version < wanted:
+                wanted = version
+                break
+            time.sleep(WAIT_S)
+            if time.monotonic() - polled > POLL_S:
+                self.check()
+                polled = time.monotonic()
+        self.waited += time.monotonic() - start
+        return self.replica.load(wanted, self.check)

@@ -32,7 +32,7 @@ from rlscale.config.schema import RunConfig
 from rlscale.engines.torch_generator import Completion
 from rlscale.results.atomic import atomic_write
 from rlscale.train.components import build_generator
-from rlscale.train.pipeline_weights import POLL_S, PolicyReplica, SharedWeights
+from rlscale.train.pipeline_weights import POLL_S, NewestVersions, PolicyReplica, ScheduledVersions, SharedWeights
 
 HEARTBEAT_TIMEOUT_S = 300.0
 JOIN_TIMEOUT_S = 10.0
@@ -52,11 +52,13 @@ class GeneratorSpec:
 @dataclass
 class ChunkRequest:
     """Prompts to complete: ``position`` is the stream index of the chunk's first group; ``seed`` seeds
-    the chunk's sampling RNG (so it does not depend on which generator takes it)."""
+    the chunk's sampling RNG (so it does not depend on which generator takes it); ``version`` is the policy
+    version published when the chunk was issued (where scheduled updates start)."""
 
     position: int
     prompts: List[List[int]]
     seed: int
+    version: int = 0
 
 
 @dataclass
@@ -99,10 +101,11 @@ class GeneratorStatus:
     def started(self, rank: int) -> None:
         self.values[self._at(rank, self.BUSY_SINCE)] = time.monotonic()
 
-    def finished(self, rank: int, load_seconds: float) -> None:
-        """A chunk is done (its announcement may still wait for room in the queue)."""
+    def finished(self, rank: int, load_seconds: float, waited: float = 0.0) -> None:
+        """A chunk is done (its announcement may still wait for room in the queue); ``waited`` seconds of
+        it went to waiting for scheduled versions, which count as idle."""
         since = self._at(rank, self.BUSY_SINCE)
-        self.values[self._at(rank, self.BUSY_TOTAL)] += time.monotonic() - self.values[since]
+        self.values[self._at(rank, self.BUSY_TOTAL)] += time.monotonic() - self.values[since] - waited
         self.values[since] = 0.0
         self.values[self._at(rank, self.LOAD_TOTAL)] = load_seconds
         self.values[self._at(rank, self.FINISHED)] += 1
@@ -150,22 +153,20 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
             torch.cuda.set_device(device)  # kernels launch on the current device
         replica = PolicyReplica(shared, torch.device(device))
         generator = build_generator(spec.cfg, replica.model, spec.tok, torch.device(device))
-
-        def version_hook() -> int:
-            check()
-            return replica.refresh(check)
-
+        every = spec.cfg.offpolicy.update_every_tokens
         while True:
             request: ChunkRequest = _poll(lambda: requests.get(timeout=POLL_S), check)
             status.started(rank)
             cpu = time.process_time()
             prompts = [p for p in request.prompts for _ in range(spec.generations)]
+            versions = (ScheduledVersions(replica, request.version, request.position, every, check) if every
+                        else NewestVersions(replica, check))
             completions = generator.generate(prompts, torch.Generator().manual_seed(request.seed),
-                                             version=replica.refresh(check), version_hook=version_hook)
+                                             version=versions.prefill(), version_hook=versions)
             path = Path(spool) / f"chunk-{request.position}.pkl"
             atomic_write(path, lambda tmp: tmp.write_bytes(pickle.dumps(completions)))
             ready = ChunkReady(request.position, str(path), time.process_time() - cpu)
-            status.finished(rank, replica.load_seconds)
+            status.finished(rank, replica.load_seconds, versions.waited)
             _poll(lambda: results.put(ready, timeout=POLL_S), check)
     except Exception:
         Path(log_path).write_text(traceback.format_exc())
@@ -191,7 +192,8 @@ class GeneratorPool:
                  log_dir: Path):
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload([__name__, type(model).__module__])  # the server imports these once
-        self.shared = SharedWeights(model, ctx)
+        off = spec.cfg.offpolicy
+        self.shared = SharedWeights(model, ctx, slots=off.k + 1 if off.update_every_tokens else 1)
         self.requests = ctx.Queue()
         self.results = ctx.Queue(maxsize=queue_size)
         self.status = GeneratorStatus(ctx, len(devices))
@@ -230,6 +232,10 @@ class GeneratorPool:
 
     def publish(self, model: torch.nn.Module, version: int) -> float:
         return self.shared.publish(model, version, self.check)
+
+    def need(self, version: int, upto: int) -> None:
+        """Tell the generators that the trainer, at ``version``, needs the stream up to ``upto`` groups."""
+        self.shared.set_need(version, upto, self.check)
 
     def submit(self, request: ChunkRequest) -> None:
         self.requests.put(request)
