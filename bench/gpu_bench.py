@@ -440,14 +440,18 @@ def measure_trl(shape_name: str, work_flag: List[str], device: str, out: dict, t
 
 
 # -- PipelineRL vs synchronous ----------------------------------------------------------------------------
-def measure_pipeline(shape_name: str, work: Workload, device: str, steps: int, out: dict) -> None:
+def measure_pipeline(shape_name: str, work: Workload, device: str, steps: int, out: dict,
+                     update_every: Sequence[int] = (0,)) -> None:
     """Samples/s over ``steps`` RL steps after one warm-up step: synchronous (PPO-off-policy-1, generation
-    and update alternate) and PipelineRL-8 (one generator process: the GPU after the trainer's, or the same)."""
+    and update alternate) and PipelineRL-8 (one generator process: the GPU after the trainer's, or the same)
+    with immediate in-flight updates (0, recorded as ``pipeline``) or updates scheduled every N decode steps
+    (N in ``update_every``, recorded as ``pipeline-every-N``)."""
     shape = SHAPES[shape_name]
     dev = torch.device(device)
     rec = {"gpus": torch.cuda.device_count() if dev.type == "cuda" else 0, "steps": steps}
-    for mode in ("ppo", "pipeline"):
+    for mode, every in [("ppo", 0)] + [("pipeline", n) for n in update_every]:
         cfg = run_config(work, shape, True, mode, device)
+        cfg.offpolicy.update_every_tokens = every
         with tempfile.TemporaryDirectory() as tmp:
             c = components(cfg, shape, work, Path(tmp))
             try:
@@ -462,10 +466,12 @@ def measure_pipeline(shape_name: str, work: Workload, device: str, steps: int, o
                 wall = time.perf_counter() - start
             finally:
                 c.source.close()
-            rec[mode] = {"samples_per_s": steps * work.prompts * work.generations / wall, "seconds": wall,
-                         "mean_lag": sum(lags) / len(lags)}
+            rec[f"{mode}-every-{every}" if every else mode] = {
+                "samples_per_s": steps * work.prompts * work.generations / wall, "seconds": wall,
+                "mean_lag": sum(lags) / len(lags)}
         release(dev)
-    rec["ratio"] = rec["pipeline"]["samples_per_s"] / rec["ppo"]["samples_per_s"]
+    if "pipeline" in rec:
+        rec["ratio"] = rec["pipeline"]["samples_per_s"] / rec["ppo"]["samples_per_s"]
     out.setdefault("pipeline", {})[f"{shape_name}-{rec['gpus']}gpu"] = rec
 
 
@@ -602,12 +608,17 @@ def table(out: dict) -> str:
                          f"{fmt(rec['rl_step_seconds'])} | {fmt(ours)} | {fmt(ratio, '.1f')}x |")
     pipe = out.get("pipeline", {})
     if pipe:
-        lines += ["", "| PipelineRL-8 vs synchronous | sync samples/s | pipeline samples/s | ratio | mean lag |",
-                  "|---|---|---|---|---|"]
+        lines += ["", "| PipelineRL-8 vs synchronous | in-flight updates | sync samples/s | pipeline samples/s | "
+                  "ratio | mean lag |", "|---|---|---|---|---|---|"]
         for name, rec in pipe.items():
-            lines.append(f"| {name} | {fmt(rec['ppo']['samples_per_s'], '.4g')} | "
-                         f"{fmt(rec['pipeline']['samples_per_s'], '.4g')} | {fmt(rec['ratio'], '.2f')}x | "
-                         f"{fmt(rec['pipeline']['mean_lag'], '.2f')} |")
+            for mode, run in rec.items():
+                if not mode.startswith("pipeline"):
+                    continue
+                when = f"every {mode.rsplit('-', 1)[1]} tokens" if "every" in mode else "immediate"
+                lines.append(f"| {name} | {when} | {fmt(rec['ppo']['samples_per_s'], '.4g')} | "
+                             f"{fmt(run['samples_per_s'], '.4g')} | "
+                             f"{fmt(run['samples_per_s'] / rec['ppo']['samples_per_s'], '.2f')}x | "
+                             f"{fmt(run['mean_lag'], '.2f')} |")
     return "\n".join(lines)
 
 
@@ -627,6 +638,8 @@ def main() -> None:
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
     ap.add_argument("--pipeline-model", default="smollm2-135m")
     ap.add_argument("--pipeline-steps", type=int, default=16)
+    ap.add_argument("--update-every", default="0",
+                    help="comma-separated offpolicy.update_every_tokens of the PipelineRL runs (0 = immediate)")
     ap.add_argument("--trl-timeout", type=float, default=240)
     ap.add_argument("--budget", type=float, default=570, help="seconds; TRL runs are cut to end within it")
     ap.add_argument("--trl-worker")
@@ -663,7 +676,8 @@ def main() -> None:
                 measure_trl(m, work_flag, args.device, out, args.trl_timeout)
                 save(out, args.out)
         elif section == "pipeline":
-            measure_pipeline("tiny" if args.tiny else args.pipeline_model, work, args.device, args.pipeline_steps, out)
+            measure_pipeline("tiny" if args.tiny else args.pipeline_model, work, args.device, args.pipeline_steps, out,
+                             [int(n) for n in args.update_every.split(",")])
         out.setdefault("section_seconds", {})[section] = time.perf_counter() - start
         save(out, args.out)
         print(f"[{section} done in {time.perf_counter() - start:.0f} s]", flush=True)
