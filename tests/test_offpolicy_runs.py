@@ -87,23 +87,45 @@ TIMING_FIELDS = {"generator_idle_frac", "gpu_hours", "queue_depth", "samples_per
                  "trainer_wait_s", "weight_load_s", "weight_sync_s"}
 
 
-def test_scheduled_pipeline_gives_one_curve_per_seed_however_slow_the_trainer(tmp_path, monkeypatch):
-    extra = ("offpolicy.num_generators=2", "offpolicy.update_every_tokens=8")  # chunks finish in any order
-    assert run(tmp_path / "a", "pipeline", 2, 6, *extra) == "done"
+SCHEDULED = ("offpolicy.num_generators=2", "offpolicy.update_every_tokens=8")  # chunks finish in any order
+
+
+def slow_down_the_trainer(monkeypatch) -> None:
+    """Every publication waits 0-0.4 s, drawn unseeded: the timing differs from run to run."""
     publish = pipeline.PipelineSource.after_update
-    delays = random.Random()  # unseeded: the timing differs from run to run
+    delays = random.Random()
 
     def slow_publish(self, model, version: int) -> None:
         time.sleep(delays.uniform(0.0, 0.4))
         publish(self, model, version)
     monkeypatch.setattr(pipeline.PipelineSource, "after_update", slow_publish)
-    assert run(tmp_path / "b", "pipeline", 2, 6, *extra) == "done"
-    a, b = train_lines(tmp_path / "a"), train_lines(tmp_path / "b")
-    assert len(a) == len(b) == 6
+
+
+def assert_same_curve(a: List[dict], b: List[dict]) -> None:
+    assert len(a) == len(b)
     for x, y in zip(a, b):
         assert {k: v for k, v in x.items() if k not in TIMING_FIELDS} == {k: v for k, v in y.items()
                                                                           if k not in TIMING_FIELDS}
-    assert any(r["lag_min"] < r["lag_max"] for r in a) and max(r["lag_max"] for r in a) == 2
+
+
+def test_scheduled_pipeline_gives_one_curve_per_seed_however_slow_the_trainer(tmp_path, monkeypatch):
+    assert run(tmp_path / "a", "pipeline", 2, 6, *SCHEDULED) == "done"
+    slow_down_the_trainer(monkeypatch)
+    assert run(tmp_path / "b", "pipeline", 2, 6, *SCHEDULED) == "done"
+    a = train_lines(tmp_path / "a")
+    assert_same_curve(a, train_lines(tmp_path / "b"))
+    assert len(a) == 6 and any(r["lag_min"] < r["lag_max"] for r in a) and max(r["lag_max"] for r in a) == 2
+
+
+def test_scheduled_pipeline_resumed_at_the_same_step_repeats_its_curve(tmp_path, monkeypatch):
+    for name in ("a", "b"):
+        if name == "b":
+            slow_down_the_trainer(monkeypatch)
+        assert run(tmp_path / name, "pipeline", 2, 3, *SCHEDULED) == "done"
+        assert run(tmp_path / name, "pipeline", 2, 6, *SCHEDULED) == "done"  # resumes from the step-3 checkpoint
+    a = train_lines(tmp_path / "a")
+    assert [r["step"] for r in a] == [1, 2, 3, 4, 5, 6]
+    assert_same_curve(a, train_lines(tmp_path / "b"))
 
 
 def process_table() -> Dict[int, int]:
