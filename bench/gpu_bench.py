@@ -468,7 +468,7 @@ def measure_pipeline(shape_name: str, work: Workload, device: str, steps: int, o
                 c.source.close()
             rec[f"{mode}-every-{every}" if every else mode] = {
                 "samples_per_s": steps * work.prompts * work.generations / wall, "seconds": wall,
-                "mean_lag": sum(lags) / len(lags)}
+                "mean_lag": sum(lags) / len(lags), "update_every_tokens": every}
         release(dev)
     if "pipeline" in rec:
         rec["ratio"] = rec["pipeline"]["samples_per_s"] / rec["ppo"]["samples_per_s"]
@@ -614,7 +614,8 @@ def table(out: dict) -> str:
             for mode, run in rec.items():
                 if not mode.startswith("pipeline"):
                     continue
-                when = f"every {mode.rsplit('-', 1)[1]} tokens" if "every" in mode else "immediate"
+                every = run.get("update_every_tokens", 0)
+                when = f"every {every} tokens" if every else "immediate"
                 lines.append(f"| {name} | {when} | {fmt(rec['ppo']['samples_per_s'], '.4g')} | "
                              f"{fmt(run['samples_per_s'], '.4g')} | "
                              f"{fmt(run['samples_per_s'] / rec['ppo']['samples_per_s'], '.2f')}x | "

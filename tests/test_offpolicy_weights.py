@@ -95,10 +95,8 @@ def policy_of_version(model: torch.nn.Module, version: int) -> torch.nn.Module:
     return out
 
 
-def later(seconds: float, action) -> threading.Thread:
-    thread = threading.Timer(seconds, action)
-    thread.start()
-    return thread
+def later(seconds: float, action) -> None:
+    threading.Timer(seconds, action).start()
 
 
 def test_scheduled_versions_wait_for_their_version_and_stop_at_the_consuming_step():
@@ -117,7 +115,7 @@ def test_scheduled_versions_wait_for_their_version_and_stop_at_the_consuming_ste
     assert chunk.prefill() == 1 and held() == 1.0
     assert [chunk() for _ in range(4)] == [1, 1, 2, 2] and held() == 2.0  # one version per 2 tokens
     # step 4 wants version 3, not published yet: it waits for the publication, not for a newer version
-    later(0.3, lambda: shared.publish(policy_of_version(model, 3), 3, no_peer)).join(0)
+    later(0.3, lambda: shared.publish(policy_of_version(model, 3), 3, no_peer))
     start = time.monotonic()
     assert chunk() == 3 and held() == 3.0 and time.monotonic() - start >= 0.25
     assert chunk() == 3
