@@ -38,12 +38,12 @@ def test_update_lands_mid_sequence_in_a_generator_process(tmp_path, device):
     pool = GeneratorPool(GeneratorSpec(cfg, tok, generations=4, threads=1), devices, model, queue_size=1,
                          log_dir=tmp_path)
     try:
-        pool.publish(model, 0)
+        pool.publish(model.state_dict(), 0)
         pool.submit(ChunkRequest(0, [tok.encode_prompt("3+4+5")] * 2, seed=1))
         wait_for(lambda: pool.status.busy_seconds() > 0, "the generator to take the chunk")
         busy_from = time.monotonic()
         wait_for(lambda: pool.status.heartbeat_age(0) < time.monotonic() - busy_from, "a decode step")
-        pool.publish(new_policy, 1)
+        pool.publish(new_policy.state_dict(), 1)
         result = None
         deadline = time.monotonic() + DEADLINE_S
         while result is None and time.monotonic() < deadline:

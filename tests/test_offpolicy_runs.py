@@ -1,8 +1,8 @@
 """Whole runs of the two off-policy algorithms of Section 3.1 on the embedded task (tiny batches):
 PPO-off-policy-k's lag cycles 0..k-1 with generation every k steps; PipelineRL-k's recorded lag never
 exceeds k, k = 0 is on-policy, a resumed run carries on; with scheduled in-flight updates one seed gives one
-curve however the trainer is slowed; a killed generator fails the run, a killed trainer takes its generators
-with it."""
+curve however the trainer is slowed, and a run resumed after a crash repeats the uninterrupted one; a
+killed generator fails the run, a killed trainer takes its generators with it."""
 from __future__ import annotations
 
 import json
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+import torch
 
 from rlscale.config import compose_run_config
 from rlscale.train import pipeline
@@ -117,15 +118,32 @@ def test_scheduled_pipeline_gives_one_curve_per_seed_however_slow_the_trainer(tm
     assert len(a) == 6 and any(r["lag_min"] < r["lag_max"] for r in a) and max(r["lag_max"] for r in a) == 2
 
 
-def test_scheduled_pipeline_resumed_at_the_same_step_repeats_its_curve(tmp_path, monkeypatch):
-    for name in ("a", "b"):
-        if name == "b":
-            slow_down_the_trainer(monkeypatch)
-        assert run(tmp_path / name, "pipeline", 2, 3, *SCHEDULED) == "done"
-        assert run(tmp_path / name, "pipeline", 2, 6, *SCHEDULED) == "done"  # resumes from the step-3 checkpoint
-    a = train_lines(tmp_path / "a")
-    assert [r["step"] for r in a] == [1, 2, 3, 4, 5, 6]
-    assert_same_curve(a, train_lines(tmp_path / "b"))
+def crash_before_publishing(monkeypatch, version: int) -> None:
+    """The trainer dies right after optimizer step ``version`` (before publishing it), like a preempted job."""
+    publish = pipeline.PipelineSource.after_update
+
+    def crashing_publish(self, model, v: int) -> None:
+        if v == version:
+            raise RuntimeError("preempted")
+        publish(self, model, v)
+    monkeypatch.setattr(pipeline.PipelineSource, "after_update", crashing_publish)
+
+
+def test_scheduled_pipeline_resumed_after_a_crash_repeats_the_uninterrupted_run(tmp_path, monkeypatch):
+    assert run(tmp_path / "whole", "pipeline", 2, 6, *SCHEDULED) == "done"
+    with monkeypatch.context() as patch:
+        crash_before_publishing(patch, 5)
+        assert run(tmp_path / "cut", "pipeline", 2, 6, *SCHEDULED) == "failed"
+    checkpoint = torch.load(tmp_path / "cut" / "checkpoints" / "last.pt", weights_only=False)
+    assert checkpoint["step"] == 4
+    chunks = checkpoint["source"]["in_flight"]
+    assert [v for v, _ in checkpoint["source"]["versions"]] == list(range(min(c[2] for c in chunks), 4))
+    assert checkpoint["source"]["versions"]  # chunks issued at older versions were in flight
+    slow_down_the_trainer(monkeypatch)
+    assert run(tmp_path / "cut", "pipeline", 2, 6, *SCHEDULED) == "done"  # resumes from the step-4 checkpoint
+    whole = train_lines(tmp_path / "whole")
+    assert [r["step"] for r in whole] == [1, 2, 3, 4, 5, 6]
+    assert_same_curve(whole, train_lines(tmp_path / "cut"))
 
 
 def process_table() -> Dict[int, int]:

@@ -38,7 +38,7 @@ def test_update_between_decode_steps_switches_weights_mid_sequence():
     torch.manual_seed(0)
     model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
     shared = SharedWeights(model, mp.get_context("forkserver"))
-    shared.publish(model, 0, no_peer)
+    shared.publish(model.state_dict(), 0, no_peer)
     replica = PolicyReplica(shared, torch.device("cpu"))
     new_policy = uniform_policy(model)
     calls = []
@@ -46,7 +46,7 @@ def test_update_between_decode_steps_switches_weights_mid_sequence():
     def version_hook() -> int:
         calls.append(1)
         if len(calls) == SWITCH:
-            shared.publish(new_policy, 1, no_peer)
+            shared.publish(new_policy.state_dict(), 1, no_peer)
         return replica.refresh(no_peer)
 
     prompts = [tok.encode_prompt("3+4+5")] * 6
@@ -82,7 +82,7 @@ def test_publish_and_refresh_copy_exact_weights():
     with torch.no_grad():
         for p in trained.parameters():
             p.add_(torch.randn_like(p))
-    assert shared.publish(trained, 7, no_peer) >= 0
+    assert shared.publish(trained.state_dict(), 7, no_peer) >= 0
     assert replica.refresh(no_peer) == 7
     for a, b in zip(replica.model.state_dict().values(), trained.state_dict().values()):
         assert torch.equal(a, b)
@@ -106,7 +106,7 @@ def test_scheduled_versions_wait_for_their_version_and_stop_at_the_consuming_ste
     shared = SharedWeights(model, mp.get_context("forkserver"), slots=3)  # k = 2
     replica = PolicyReplica(shared, torch.device("cpu"))
     for v in range(3):
-        shared.publish(policy_of_version(model, v), v, no_peer)
+        shared.publish(policy_of_version(model, v).state_dict(), v, no_peer)
     chunk = ScheduledVersions(replica, issued=1, position=8, every=2, check=no_peer)
 
     def held() -> float:
@@ -115,7 +115,7 @@ def test_scheduled_versions_wait_for_their_version_and_stop_at_the_consuming_ste
     assert chunk.prefill() == 1 and held() == 1.0
     assert [chunk() for _ in range(4)] == [1, 1, 2, 2] and held() == 2.0  # one version per 2 tokens
     # step 4 wants version 3, not published yet: it waits for the publication, not for a newer version
-    later(0.3, lambda: shared.publish(policy_of_version(model, 3), 3, no_peer))
+    later(0.3, lambda: shared.publish(policy_of_version(model, 3).state_dict(), 3, no_peer))
     start = time.monotonic()
     assert chunk() == 3 and held() == 3.0 and time.monotonic() - start >= 0.25
     assert chunk() == 3
@@ -127,6 +127,6 @@ def test_scheduled_versions_wait_for_their_version_and_stop_at_the_consuming_ste
     assert chunk() == 3 and time.monotonic() - start >= 0.25
     assert [chunk() for _ in range(4)] == [3, 3, 3, 3] and held() == 3.0
     # version 1's slot now holds version 4: a chunk still wanting 1 fails loudly instead of sampling 4
-    shared.publish(policy_of_version(model, 4), 4, no_peer)
+    shared.publish(policy_of_version(model, 4).state_dict(), 4, no_peer)
     with pytest.raises(RuntimeError, match="policy version 1 is no longer published"):
         ScheduledVersions(replica, issued=1, position=0, every=2, check=no_peer).prefill()

@@ -142,8 +142,8 @@ class OffpolicyConfig:
     after they are published, as in the paper ("as soon as an update finishes"), so which version samples
     which token depends on timing; N > 0 = scheduled in-flight updates: a chunk issued at version v samples
     its decode step s with version v + s // N (waiting for it), capped at the version of the step that
-    consumes the chunk. The same seed then gives the same curve; the trainer keeps k + 1 published
-    copies of the policy."""
+    consumes the chunk. The same seed then gives the same curve, a resumed run included; the trainer keeps
+    k + 1 published copies of the policy, and checkpoints hold up to k older ones."""
 
     name: str = "pipeline"
     k: int = 8

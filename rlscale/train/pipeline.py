@@ -23,8 +23,11 @@ step needs them, in stream order. Which version samples which token depends on t
 ``offpolicy.update_every_tokens`` schedules the in-flight updates (``ScheduledVersions``): the trainer
 tells the generators which versions and stream positions its current step needs (``GeneratorPool.need``)
 and the generators follow the schedule, so one seed gives one curve.
-Resume: the checkpoint holds the scored groups not yet trained on and the prompt ids still in
-flight; generation in flight is dropped and those prompts are generated again after the restart.
+Resume: the checkpoint holds the scored groups not yet trained on and the chunks in flight (stream
+position, prompt ids, issue version); generation in flight is dropped and those chunks are generated again
+after the restart, at the same positions. With scheduled updates it also holds the weights of the older
+versions still published (at most k), which are published again before the chunks are, so a resumed run
+repeats the uninterrupted one.
 Compute: generator CPU seconds are added to the run's core-seconds when their chunk is scored (on CUDA
 the meter counts wall time x devices); work dropped at a resume or at the end is not counted.
 """
@@ -35,7 +38,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Deque, Dict, List, Optional
+from typing import Deque, Dict, List, Optional, Tuple
 
 import torch
 
@@ -47,6 +50,14 @@ from rlscale.train.pipeline_workers import ChunkRequest, ChunkResult, GeneratorP
 from rlscale.train.rollouts import RolloutSampler
 
 CHUNK_SEED_BASE = 104_729_000_000
+
+
+@dataclass
+class IssuedChunk:
+    """Prompts sent to the generators as one chunk, and the policy version published when they were."""
+
+    ids: List[int]
+    version: int
 
 
 @dataclass
@@ -82,6 +93,7 @@ class PipelineSource:
         self.model = model
         self.prompts = cfg.batch.prompts
         self.k = off.k
+        self.scheduled = off.update_every_tokens > 0
         self.chunk = math.ceil(self.prompts / off.num_generators)
         self.seed = cfg.seed
         device = next(model.parameters()).device
@@ -91,9 +103,9 @@ class PipelineSource:
         self.consumed = 0                      # groups handed to the trainer
         self.issued = 0                        # groups sent to the generators (stream positions < issued)
         self.ready: Deque[ScoredGroup] = deque()          # scored, in stream order, not yet consumed
-        self.in_flight: Dict[int, List[int]] = OrderedDict()  # chunk position -> prompt ids, unscored
+        self.in_flight: Dict[int, IssuedChunk] = OrderedDict()  # chunk position -> chunk, unscored
         self.arrived: Dict[int, ChunkResult] = {}         # finished chunks waiting for their turn
-        self.reissue: List[int] = []           # prompt ids in flight at the checkpoint we resumed from
+        self.resumed_versions: List[Tuple[int, Dict[str, torch.Tensor]]] = []  # older versions to publish again
         self.exhausted = False
         self.published: Optional[int] = None
         self.counters = StepCounters()
@@ -103,18 +115,19 @@ class PipelineSource:
     def _issue(self, upto: int) -> None:
         """Send chunks until ``upto`` groups have been issued (or the pool is exhausted)."""
         while self.issued < upto and not self.exhausted:
-            n = min(self.chunk, upto - self.issued)
-            ids, self.reissue = self.reissue[:n], self.reissue[n:]
             try:
-                ids += self.sampler.pool.next_batch(n - len(ids), self.sampler.rng) if len(ids) < n else []
+                ids = self.sampler.pool.next_batch(min(self.chunk, upto - self.issued), self.sampler.rng)
             except PoolExhausted:
                 self.exhausted = True
-            if not ids:
                 return
-            self.in_flight[self.issued] = ids
-            seed = CHUNK_SEED_BASE + 1_000_003 * self.seed + self.issued
-            self.workers.submit(ChunkRequest(self.issued, self.sampler.encode(ids), seed, self.published))
+            self.in_flight[self.issued] = IssuedChunk(ids, self.published)
+            self._submit(self.issued)
             self.issued += len(ids)
+
+    def _submit(self, position: int) -> None:
+        chunk = self.in_flight[position]
+        seed = CHUNK_SEED_BASE + 1_000_003 * self.seed + position
+        self.workers.submit(ChunkRequest(position, self.sampler.encode(chunk.ids), seed, chunk.version))
 
     def _receive(self) -> None:
         """Take one finished chunk off the queue, waiting up to a poll interval for it."""
@@ -131,7 +144,7 @@ class PipelineSource:
         position = next(iter(self.in_flight))
         while position not in self.arrived:
             self._receive()
-        ids = self.in_flight.pop(position)
+        ids = self.in_flight.pop(position).ids
         result = self.arrived.pop(position)
         self.ready.extend(self.sampler.score(ids, result.completions))
         meter = self.sampler.meter
@@ -158,24 +171,37 @@ class PipelineSource:
         return self.sampler.fill_batch(self.prompts, self._take)
 
     def after_update(self, model, version: int) -> None:
-        """Publish the new weights, then let the stream run k + 1 batches past what was consumed."""
-        self.counters.weight_sync_s += self.workers.publish(model, version)
-        if self.mark is None:
+        """Publish the new weights, then let the stream run k + 1 batches past what was consumed. The first
+        call after a resume publishes the checkpoint's older versions first and resubmits its chunks."""
+        for old, weights in self.resumed_versions:
+            self.workers.publish(weights, old)
+        self.resumed_versions = []
+        self.counters.weight_sync_s += self.workers.publish(model.state_dict(), version)
+        if self.published is None:
             self.mark = (time.monotonic(), self.workers.status.busy_seconds(), self.workers.status.load_seconds())
+            for position in self.in_flight:  # the chunks of the checkpoint we resumed from
+                self._submit(position)
         self.published = version
         self._issue(self.consumed + (self.k + 1) * self.prompts)
 
     def state_dict(self) -> dict:
+        """Called right after ``after_update``. With scheduled updates the chunks in flight may still need
+        every version from the oldest one they were issued at, so those are saved too."""
+        older = (range(min(c.version for c in self.in_flight.values()), self.published)
+                 if self.scheduled and self.in_flight else range(0))
         return {"consumed": self.consumed, "ready": list(self.ready),
-                "in_flight": [i for ids in self.in_flight.values() for i in ids] + self.reissue}
+                "in_flight": [(position, c.ids, c.version) for position, c in self.in_flight.items()],
+                "versions": [(v, self.workers.published_weights(v)) for v in older]}
 
     def load_state_dict(self, state: dict) -> None:
         if self.published is not None:
             raise RuntimeError("PipelineSource.load_state_dict must come before the first batch")
         self.consumed = state["consumed"]
         self.ready = deque(state["ready"])
-        self.issued = self.consumed + len(self.ready)
-        self.reissue = list(state["in_flight"])
+        self.in_flight = OrderedDict((position, IssuedChunk(ids, version))
+                                     for position, ids, version in state["in_flight"])
+        self.issued = self.consumed + len(self.ready) + sum(len(c.ids) for c in self.in_flight.values())
+        self.resumed_versions = state["versions"]
 
     def metrics(self) -> Dict[str, float]:
         """generator_idle_frac (share of generator time not spent generating since the last call),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
@@ -29,12 +29,14 @@ POLL_S = 0.5
 WAIT_S = 0.0005  # scheduled updates: poll interval while waiting for a version
 
 
-def paired_tensors(dst: torch.nn.Module, src: torch.nn.Module) -> List[Tuple[torch.Tensor, torch.Tensor]]:
-    """(destination, source) tensors of two copies of the same architecture, by state-dict key."""
-    d, s = dst.state_dict(), src.state_dict()
-    if d.keys() != s.keys():
+Weights = Dict[str, torch.Tensor]  # a state dict
+
+
+def paired_tensors(dst: Weights, src: Weights) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    """(destination, source) tensors of two state dicts of the same architecture, by key."""
+    if dst.keys() != src.keys():
         raise ValueError("the models to copy between have different parameters")
-    return [(d[name], s[name]) for name in d]
+    return [(dst[name], src[name]) for name in dst]
 
 
 @torch.no_grad()
@@ -66,15 +68,24 @@ class SharedWeights:
         finally:
             self.lock.release()
 
-    def publish(self, model: torch.nn.Module, version: int, check: Callable[[], None]) -> float:
-        """Copy ``model``'s weights in as ``version``; returns the seconds it took (lock wait included)."""
+    def publish(self, weights: Weights, version: int, check: Callable[[], None]) -> float:
+        """Copy ``weights`` (a state dict of the model) in as ``version``; returns the seconds it took (lock
+        wait included)."""
         start = time.perf_counter()
         slot = version % len(self.models)
         with self.locked(check):
-            copy_weights(paired_tensors(self.models[slot], model))
+            copy_weights(paired_tensors(self.models[slot].state_dict(), weights))
             self.held[slot] = version
             self.version.value = version
         return time.perf_counter() - start
+
+    def weights(self, version: int) -> Weights:
+        """A CPU copy of published ``version`` (for checkpoints); raises if no slot holds it any more."""
+        slot = version % len(self.models)
+        if self.held[slot] != version:
+            raise RuntimeError(f"policy version {version} is no longer published (slot {slot} holds "
+                               f"{self.held[slot]})")
+        return {name: t.detach().to("cpu", copy=True) for name, t in self.models[slot].state_dict().items()}
 
     def set_need(self, version: int, upto: int, check: Callable[[], None]) -> None:
         """The trainer, at ``version``, needs the groups at stream positions < ``upto`` for its step."""
@@ -92,7 +103,7 @@ class PolicyReplica:
     def __init__(self, shared: SharedWeights, device: torch.device):
         self.shared = shared
         self.model = copy.deepcopy(shared.models[0]).to(device).eval()
-        self.pairs = [paired_tensors(self.model, slot) for slot in shared.models]
+        self.pairs = [paired_tensors(self.model.state_dict(), slot.state_dict()) for slot in shared.models]
         self.version = -1
         self.load_seconds = 0.0
 

@@ -23,7 +23,7 @@ import traceback
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 import torch.multiprocessing as mp
@@ -230,8 +230,13 @@ class GeneratorPool:
         """Finished chunks the trainer has not taken yet (in the queue or blocked on it)."""
         return self.status.chunks_finished() - self.received
 
-    def publish(self, model: torch.nn.Module, version: int) -> float:
-        return self.shared.publish(model, version, self.check)
+    def publish(self, weights: Dict[str, torch.Tensor], version: int) -> float:
+        """Publish ``weights`` (a state dict) as ``version``; returns the seconds it took."""
+        return self.shared.publish(weights, version, self.check)
+
+    def published_weights(self, version: int) -> Dict[str, torch.Tensor]:
+        """A CPU copy of a version still published (scheduled updates keep the last k + 1)."""
+        return self.shared.weights(version)
 
     def need(self, version: int, upto: int) -> None:
         """Tell the generators that the trainer, at ``version``, needs the stream up to ``upto`` groups."""
