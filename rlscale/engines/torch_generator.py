@@ -40,6 +40,13 @@ class GenerationStats:
     extra: dict = field(default_factory=dict)
 
 
+def backbone_step(model, ids: torch.Tensor, attn: torch.Tensor, positions: torch.Tensor, cache: DynamicCache):
+    """One forward of the HF decoder stack (no head) that extends ``cache``. The cache goes fourth,
+    positionally: transformers 5.2x renamed the argument from ``past_key_values`` to ``cache`` (and warns
+    on the old name), and both spellings take that place in every decoder-only family."""
+    return model.model(ids, attn, positions, cache, use_cache=True)
+
+
 class TorchGenerator:
     """Samples completions from ``model`` (a transformers causal LM). ``version_hook``, called between
     decode steps, may swap the weights in place and returns the current policy version (the in-flight
@@ -98,8 +105,7 @@ class TorchGenerator:
         ids, attn = left_pad(prompts, n, self.tok.pad_id, dev)
         positions = (attn.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache()
-        out = self.model.model(input_ids=ids, attention_mask=attn, position_ids=positions,
-                               past_key_values=cache, use_cache=True)
+        out = backbone_step(self.model, ids, attn, positions, cache)
         last_hidden = out.last_hidden_state[:, -1]
         next_pos = positions[:, -1] + 1
         max_steps = self.rules.max_steps(int(budgets.max()))
@@ -120,8 +126,7 @@ class TorchGenerator:
             if phases.all_done():
                 break
             attn = torch.cat([attn, active.long().unsqueeze(-1)], dim=-1)
-            out = self.model.model(input_ids=token.unsqueeze(-1), attention_mask=attn,
-                                   position_ids=next_pos.unsqueeze(-1), past_key_values=cache, use_cache=True)
+            out = backbone_step(self.model, token.unsqueeze(-1), attn, next_pos.unsqueeze(-1), cache)
             last_hidden = out.last_hidden_state[:, -1]
             next_pos = next_pos + 1
         return phases.completions(prompts, versions, self.tok.decode), phases.steps_taken()
