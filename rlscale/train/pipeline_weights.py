@@ -79,13 +79,18 @@ class SharedWeights:
             self.version.value = version
         return time.perf_counter() - start
 
-    def weights(self, version: int) -> Weights:
-        """A CPU copy of published ``version`` (for checkpoints); raises if no slot holds it any more."""
+    def slot_of(self, version: int) -> int:
+        """The slot holding published ``version``; raises if a newer version overwrote it."""
         slot = version % len(self.models)
         if self.held[slot] != version:
             raise RuntimeError(f"policy version {version} is no longer published (slot {slot} holds "
                                f"{self.held[slot]})")
-        return {name: t.detach().to("cpu", copy=True) for name, t in self.models[slot].state_dict().items()}
+        return slot
+
+    def weights(self, version: int) -> Weights:
+        """A CPU copy of published ``version`` (for checkpoints)."""
+        published = self.models[self.slot_of(version)].state_dict()
+        return {name: t.detach().to("cpu", copy=True) for name, t in published.items()}
 
     def set_need(self, version: int, upto: int, check: Callable[[], None]) -> None:
         """The trainer, at ``version``, needs the groups at stream positions < ``upto`` for its step."""
@@ -120,11 +125,7 @@ class PolicyReplica:
         start = time.perf_counter()
         with self.shared.locked(check):
             version = self.shared.version.value if version is None else version
-            slot = version % len(self.pairs)
-            if self.shared.held[slot] != version:
-                raise RuntimeError(f"policy version {version} is no longer published (slot {slot} holds "
-                                   f"{self.shared.held[slot]})")
-            copy_weights(self.pairs[slot])
+            copy_weights(self.pairs[self.shared.slot_of(version)])
             self.version = version
         self.load_seconds += time.perf_counter() - start
         return version
