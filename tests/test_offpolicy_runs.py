@@ -69,6 +69,20 @@ def test_pipeline_k0_is_on_policy_and_resumes(tmp_path):
         assert r["weight_sync_s"] >= 0 and r["queue_depth"] >= 0
 
 
+def test_pipeline_checkpoint_of_an_older_rlscale_fails_clearly_and_is_kept(tmp_path):
+    assert run(tmp_path, "pipeline", 0, 2) == "done"
+    path = tmp_path / "checkpoints" / "last.pt"
+    checkpoint = torch.load(path, weights_only=False)
+    checkpoint["source"] = {"consumed": 8, "ready": [], "in_flight": [3, 1, 4, 1]}  # prompt ids, no chunks
+    torch.save(checkpoint, path)
+    before = {name: (tmp_path / name).read_bytes() for name in ("checkpoints/last.pt", "metrics.jsonl")}
+    assert run(tmp_path, "pipeline", 0, 4) == "failed"
+    assert status(tmp_path)["reason"] == ("ValueError: checkpoints/last.pt: its PipelineRL state has no chunk "
+                                          "positions (an older rlscale wrote it); resume it with that rlscale, or "
+                                          "start the run again in a new directory")
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+
+
 def test_pipeline_recorded_lag_never_exceeds_k_with_two_generators(tmp_path):
     assert run(tmp_path, "pipeline", 1, 6, "offpolicy.num_generators=2") == "done"  # 2-prompt chunks, any order
     lines = train_lines(tmp_path)

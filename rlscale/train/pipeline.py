@@ -45,6 +45,7 @@ import torch
 from rlscale.config.schema import RunConfig
 from rlscale.rl import PoolExhausted
 from rlscale.train.batch import ScoredGroup
+from rlscale.train.checkpoint import CHECKPOINT
 from rlscale.train.pipeline_weights import POLL_S
 from rlscale.train.pipeline_workers import ChunkRequest, ChunkResult, GeneratorPool, GeneratorSpec, generator_devices
 from rlscale.train.rollouts import RolloutSampler
@@ -196,6 +197,9 @@ class PipelineSource:
     def load_state_dict(self, state: dict) -> None:
         if self.published is not None:
             raise RuntimeError("PipelineSource.load_state_dict must come before the first batch")
+        if "versions" not in state:
+            raise ValueError(f"{CHECKPOINT}: its PipelineRL state has no chunk positions (an older rlscale wrote "
+                             "it); resume it with that rlscale, or start the run again in a new directory")
         self.consumed = state["consumed"]
         self.ready = deque(state["ready"])
         self.in_flight = OrderedDict((position, IssuedChunk(ids, version))
