@@ -121,7 +121,7 @@ LEARNER_FLOATS = {"clip_fraction", "entropy", "grad_norm", "loss", "ratio_mean"}
 
 def assert_same_curve(a: List[dict], b: List[dict], learner_rel: float = 0.0) -> None:
     """Every logged value but timings is equal; the learner's float statistics to ``learner_rel`` (on CUDA
-    the trainer is not bitwise deterministic: an H200 gave ~1e-7 relative differences between two runs,
+    the trainer is not bitwise deterministic: an H200 gave differences up to 2e-6 relative between two runs,
     with the same samples, rewards and lags)."""
     assert len(a) == len(b)
     for x, y in zip(a, b):
@@ -130,7 +130,7 @@ def assert_same_curve(a: List[dict], b: List[dict], learner_rel: float = 0.0) ->
         assert {k: x[k] for k in LEARNER_FLOATS} == pytest.approx({k: y[k] for k in LEARNER_FLOATS}, rel=learner_rel)
 
 
-CUDA_LEARNER_REL = 1e-5
+CUDA_LEARNER_REL = 1e-4  # 50x the largest difference seen
 DEVICES = ["cpu", pytest.param("cuda", marks=[
     pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")])]
 
