@@ -127,7 +127,8 @@ def assert_same_curve(a: List[dict], b: List[dict], learner_rel: float = 0.0) ->
     for x, y in zip(a, b):
         exact = TIMING_FIELDS | (LEARNER_FLOATS if learner_rel else set())
         assert {k: v for k, v in x.items() if k not in exact} == {k: v for k, v in y.items() if k not in exact}
-        assert {k: x[k] for k in LEARNER_FLOATS} == pytest.approx({k: y[k] for k in LEARNER_FLOATS}, rel=learner_rel)
+        learner = pytest.approx({k: y[k] for k in LEARNER_FLOATS}, rel=learner_rel)
+        assert {k: x[k] for k in LEARNER_FLOATS} == learner
 
 
 CUDA_LEARNER_REL = 1e-4  # 50x the largest difference seen
@@ -135,14 +136,22 @@ DEVICES = ["cpu", pytest.param("cuda", marks=[
     pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")])]
 
 
+def scheduled_on(device: str) -> tuple:
+    return (*SCHEDULED, f"engine.device={device}")
+
+
+def learner_tolerance(device: str) -> float:
+    return CUDA_LEARNER_REL if device == "cuda" else 0.0
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_scheduled_pipeline_gives_one_curve_per_seed_however_slow_the_trainer(tmp_path, monkeypatch, device):
-    scheduled = (*SCHEDULED, f"engine.device={device}")
+    scheduled = scheduled_on(device)
     assert run(tmp_path / "a", "pipeline", 2, 6, *scheduled) == "done"
     slow_down_the_trainer(monkeypatch)
     assert run(tmp_path / "b", "pipeline", 2, 6, *scheduled) == "done"
     a = train_lines(tmp_path / "a")
-    assert_same_curve(a, train_lines(tmp_path / "b"), CUDA_LEARNER_REL if device == "cuda" else 0.0)
+    assert_same_curve(a, train_lines(tmp_path / "b"), learner_tolerance(device))
     assert len(a) == 6 and any(r["lag_min"] < r["lag_max"] for r in a) and max(r["lag_max"] for r in a) == 2
 
 
@@ -159,7 +168,7 @@ def crash_before_publishing(monkeypatch, version: int) -> None:
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_scheduled_pipeline_resumed_after_a_crash_repeats_the_uninterrupted_run(tmp_path, monkeypatch, device):
-    scheduled = (*SCHEDULED, f"engine.device={device}")
+    scheduled = scheduled_on(device)
     assert run(tmp_path / "whole", "pipeline", 2, 6, *scheduled) == "done"
     with monkeypatch.context() as patch:
         crash_before_publishing(patch, 5)
@@ -173,7 +182,7 @@ def test_scheduled_pipeline_resumed_after_a_crash_repeats_the_uninterrupted_run(
     assert run(tmp_path / "cut", "pipeline", 2, 6, *scheduled) == "done"  # resumes from the step-4 checkpoint
     whole = train_lines(tmp_path / "whole")
     assert [r["step"] for r in whole] == [1, 2, 3, 4, 5, 6]
-    assert_same_curve(whole, train_lines(tmp_path / "cut"), CUDA_LEARNER_REL if device == "cuda" else 0.0)
+    assert_same_curve(whole, train_lines(tmp_path / "cut"), learner_tolerance(device))
 
 
 def process_table() -> Dict[int, int]:

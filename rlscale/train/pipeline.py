@@ -46,7 +46,7 @@ from rlscale.config.schema import RunConfig
 from rlscale.rl import PoolExhausted
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.checkpoint import CHECKPOINT
-from rlscale.train.pipeline_weights import POLL_S
+from rlscale.train.pipeline_weights import POLL_S, Weights
 from rlscale.train.pipeline_workers import ChunkRequest, ChunkResult, GeneratorPool, GeneratorSpec, generator_devices
 from rlscale.train.rollouts import RolloutSampler
 
@@ -106,7 +106,7 @@ class PipelineSource:
         self.ready: Deque[ScoredGroup] = deque()          # scored, in stream order, not yet consumed
         self.in_flight: Dict[int, IssuedChunk] = OrderedDict()  # chunk position -> chunk, unscored
         self.arrived: Dict[int, ChunkResult] = {}         # finished chunks waiting for their turn
-        self.resumed_versions: List[Tuple[int, Dict[str, torch.Tensor]]] = []  # older versions to publish again
+        self.resumed_versions: List[Tuple[int, Weights]] = []  # older versions to publish again
         self.exhausted = False
         self.published: Optional[int] = None
         self.counters = StepCounters()

@@ -23,7 +23,7 @@ import traceback
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List, Optional
 
 import torch
 import torch.multiprocessing as mp
@@ -32,7 +32,8 @@ from rlscale.config.schema import RunConfig
 from rlscale.engines.torch_generator import Completion
 from rlscale.results.atomic import atomic_write
 from rlscale.train.components import build_generator
-from rlscale.train.pipeline_weights import POLL_S, NewestVersions, PolicyReplica, ScheduledVersions, SharedWeights
+from rlscale.train.pipeline_weights import (POLL_S, NewestVersions, PolicyReplica, ScheduledVersions, SharedWeights,
+                                            Weights)
 
 HEARTBEAT_TIMEOUT_S = 300.0
 JOIN_TIMEOUT_S = 10.0
@@ -230,11 +231,11 @@ class GeneratorPool:
         """Finished chunks the trainer has not taken yet (in the queue or blocked on it)."""
         return self.status.chunks_finished() - self.received
 
-    def publish(self, weights: Dict[str, torch.Tensor], version: int) -> float:
+    def publish(self, weights: Weights, version: int) -> float:
         """Publish ``weights`` (a state dict) as ``version``; returns the seconds it took."""
         return self.shared.publish(weights, version, self.check)
 
-    def published_weights(self, version: int) -> Dict[str, torch.Tensor]:
+    def published_weights(self, version: int) -> Weights:
         """A CPU copy of a version still published (scheduled updates keep the last k + 1)."""
         return self.shared.weights(version)
 
