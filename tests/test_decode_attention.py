@@ -59,7 +59,28 @@ def run_cases() -> Dict[str, float]:
             assert out.dtype == dtype and out.shape == q.shape
             ref = decode_attention_reference(q.float(), keys.float(), values.float(), mask, kv_len)
             errors[f"{name}-{str(dtype).split('.')[-1]}"] = (out.float() - ref).abs().max().item()
+    errors["bf16_cast_mismatches"] = bf16_cast_mismatches()
     return errors
+
+
+def bf16_cast_mismatches(n: int = 4096) -> float:
+    """How many float32 -> bf16 casts inside an (interpreted) kernel differ from torch's round to nearest
+    even: Triton's interpreter truncated them (about half of random values) until
+    ``decode_attention._fix_interpreter_bf16``."""
+    import triton
+    import triton.language as tl
+
+    import rlscale.engines.decode_attention  # noqa: F401  (applies the interpreter fixes)
+
+    @triton.jit
+    def cast_kernel(src, dst, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(dst + i, tl.load(src + i).to(tl.bfloat16))
+
+    values = torch.randn(n, generator=torch.Generator().manual_seed(0))
+    out = torch.empty(n, dtype=torch.bfloat16)
+    cast_kernel[(1,)](values, out, BLOCK=n)
+    return float((out != values.to(torch.bfloat16)).sum())
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +98,12 @@ def kernel_errors() -> Dict[str, float]:
 def test_kernel_matches_reference(kernel_errors: Dict[str, float], case: str, dtype: str):
     error = kernel_errors[f"{case}-{dtype}"]
     assert error < TOLERANCE[dtype], f"{case} {dtype}: max abs error {error}"
+
+
+def test_interpreted_bf16_casts_round_to_nearest_even(kernel_errors: Dict[str, float]):
+    """The kernels' interpreter runs round float32 -> bf16 as the GPU does, so the tolerances above are not
+    measured against a truncating kernel."""
+    assert kernel_errors["bf16_cast_mismatches"] == 0
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
