@@ -39,9 +39,8 @@ import torch.nn.functional as F
 try:
     import triton
     import triton.language as tl
-    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 except ImportError:  # CPU-only installs: the reference path only
-    triton = tl = gdc_launch_dependents = gdc_wait = None
+    triton = None
 
 LOG2E = 1.4426950408889634
 MIN_DOT = 16  # smallest M / N / K of tl.dot
@@ -88,11 +87,10 @@ def decode_attention_reference(q: torch.Tensor, keys: torch.Tensor, values: torc
 
 
 def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, kv_len: int,
-                     scale: Optional[float] = None, config: Optional[Plan] = None, pdl: bool = False) -> torch.Tensor:
+                     scale: Optional[float] = None, config: Optional[Plan] = None) -> torch.Tensor:
     """Attention of q [B, KVH, G, D] to slots 0..kv_len-1 of keys / values [B, KVH, S, D] (last dim
     contiguous) where mask [B, S] (bool) is True; every row needs a live slot below kv_len. Returns
-    [B, KVH, G, D] in q's dtype. ``config`` overrides ``plan`` (benchmarks, tests); ``pdl`` launches with
-    programmatic dependent launch (Hopper; ``rlscale.engines.fused_decode`` chains its kernels so)."""
+    [B, KVH, G, D] in q's dtype. ``config`` overrides ``plan`` (benchmarks, tests)."""
     batch, kv_heads, groups, head_dim = q.shape
     assert keys.stride(-1) == 1 and values.stride(-1) == 1 and keys.shape[-2] >= kv_len
     q = q if q.stride(-1) == 1 else q.contiguous()
@@ -116,11 +114,11 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
         q.stride(0), q.stride(1), q.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
         values.stride(0), values.stride(1), values.stride(2), mask.stride(0),
         GROUPS=groups, HEAD_DIM=head_dim, G_PAD=max(MIN_DOT, triton.next_power_of_2(groups)), D_PAD=d_pad,
-        BLOCK_N=cfg.block_n, SPLIT=splits > 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PDL=pdl,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, launch_pdl=pdl)
+        BLOCK_N=cfg.block_n, SPLIT=splits > 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     if splits > 1:
         _combine_kernel[(programs * groups,)](part_acc, part_m, part_l, out, splits, HEAD_DIM=head_dim, D_PAD=d_pad,
-                                              S_PAD=triton.next_power_of_2(splits), PDL=pdl, launch_pdl=pdl)
+                                              S_PAD=triton.next_power_of_2(splits))
     return out
 
 
@@ -158,11 +156,8 @@ if triton is not None:
                        stride_qb, stride_qh, stride_qg, stride_kb, stride_kh, stride_kn,
                        stride_vb, stride_vh, stride_vn, stride_mb,
                        GROUPS: tl.constexpr, HEAD_DIM: tl.constexpr, G_PAD: tl.constexpr, D_PAD: tl.constexpr,
-                       BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr, PDL: tl.constexpr):
+                       BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr):
         """One (row, KV head, split): online softmax over its slots [split * chunk, +chunk) ∩ [0, kv_len)."""
-        if PDL:
-            gdc_launch_dependents()
-            gdc_wait()
         bh = tl.program_id(0).to(tl.int64)
         split = tl.program_id(1)
         b = bh // kv_heads
@@ -208,11 +203,8 @@ if triton is not None:
 
     @triton.jit
     def _combine_kernel(PartAcc, PartM, PartL, Out, splits,
-                        HEAD_DIM: tl.constexpr, D_PAD: tl.constexpr, S_PAD: tl.constexpr, PDL: tl.constexpr):
+                        HEAD_DIM: tl.constexpr, D_PAD: tl.constexpr, S_PAD: tl.constexpr):
         """One (row, KV head, query head): the splits' partial outputs weighted by exp2(m_split - m_max)."""
-        if PDL:
-            gdc_launch_dependents()
-            gdc_wait()
         r = tl.program_id(0).to(tl.int64)
         s = tl.arange(0, S_PAD)
         d = tl.arange(0, D_PAD)

@@ -23,7 +23,6 @@ import torch
 import torch.nn.functional as F
 
 from rlscale.engines.decode_attention import available, decode_attention, decode_attention_reference
-from rlscale.engines.fused_decode import interleave_gate_up, linear_residual, norm_qkv, norm_swiglu
 
 SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
 
@@ -72,14 +71,8 @@ class _Layer:
     o_bias: Optional[torch.Tensor]
     q_norm: Optional[torch.Tensor]
     k_norm: Optional[torch.Tensor]
-    gate_up: torch.Tensor  # gate and up rows interleaved (``fused_decode.interleave_gate_up``)
+    gate_up: torch.Tensor
     down: torch.Tensor
-
-
-def swiglu(gate_up: torch.Tensor) -> torch.Tensor:
-    """SiLU(gate) * up of a projection by the interleaved ``gate_up`` weight."""
-    gate, up = gate_up.unflatten(-1, (-1, 2)).unbind(-1)
-    return F.silu(gate) * up
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -131,7 +124,8 @@ def residual_add(x: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
 def layer_output(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, eps: float) -> torch.Tensor:
     """The residual stream after ``layer``, from its input and its attention output (SiLU-gated MLP)."""
     x = residual_add(x, F.linear(attn, layer.o, layer.o_bias))
-    return residual_add(x, F.linear(swiglu(F.linear(rms_norm(x, layer.ln2, eps), layer.gate_up)), layer.down))
+    gate, up = F.linear(rms_norm(x, layer.ln2, eps), layer.gate_up).chunk(2, dim=-1)
+    return residual_add(x, F.linear(F.silu(gate) * up, layer.down))
 
 
 def layer_then_next_query(x: torch.Tensor, attn: torch.Tensor, layer: _Layer, following: _Layer, cos: torch.Tensor,
@@ -163,9 +157,6 @@ class StaticKVDecoder:
         self.dtype = self.embed.dtype
         self.device = self.embed.device
         self.attend = decode_attention if available(self.device) else decode_attention_reference
-        # CUDA: the fused decode step; programmatic dependent launch needs Hopper (sm_90) or newer
-        self.fused = available(self.device)
-        self.pdl = self.fused and torch.cuda.get_device_capability(self.device)[0] >= 9
         self.layers: List[_Layer] = []
         for layer in model.model.layers:
             attn, mlp = layer.self_attn, layer.mlp
@@ -178,8 +169,7 @@ class StaticKVDecoder:
                 o=attn.o_proj.weight, o_bias=attn.o_proj.bias,
                 q_norm=attn.q_norm.weight if hasattr(attn, "q_norm") else None,
                 k_norm=attn.k_norm.weight if hasattr(attn, "k_norm") else None,
-                gate_up=interleave_gate_up(mlp.gate_proj.weight.detach(), mlp.up_proj.weight.detach()),
-                down=mlp.down_proj.weight))
+                gate_up=torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach(), down=mlp.down_proj.weight))
         self.norm = model.model.norm.weight
         head_dtype = torch.float32 if fp32_head else torch.bfloat16
         head = model.get_output_embeddings().weight
@@ -201,7 +191,6 @@ class StaticKVDecoder:
         self.step_first = compile_(step_query)
         self.step_between, self.step_last = compile_(layer_then_next_query), compile_(last_layer_output)
         self.prefill_qkv, self.prefill_output = compile_(rotated_qkv, True), compile_(layer_output, True)
-        self.final_norm = compile_(rms_norm)
 
     @torch.no_grad()
     def refresh(self) -> None:
@@ -212,7 +201,7 @@ class StaticKVDecoder:
             torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight], out=mine.qkv)
             if mine.qkv_bias is not None:
                 torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias], out=mine.qkv_bias)
-            interleave_gate_up(mlp.gate_proj.weight, mlp.up_proj.weight, out=mine.gate_up)
+            torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight], out=mine.gate_up)
         head = self.model.get_output_embeddings().weight
         if self.head is not head:
             self.head.copy_(head)
@@ -266,11 +255,9 @@ class StaticKVDecoder:
         """One step: ``token`` [B] at positions ``pos`` [B] is written to slot ``slot`` ([1] tensor, on the
         device) and attends to slots 0..kv_len-1 (``kv_len`` > slot); returns the final hidden state [B, hidden].
         Every row attends to its new slot, so a finished row never attends to nothing."""
-        cache.mask.index_fill_(1, slot, True)
-        if self.fused:
-            return self._decode_fused(cache, token, pos, slot, kv_len)
         batch = token.shape[0]
         cos, sin = self._cos[pos], self._sin[pos]
+        cache.mask.index_fill_(1, slot, True)
         groups = self.heads // self.kv_heads
         x = F.embedding(token, self.embed)
         q = self.step_first(x, self.layers[0], cos, sin, self.dims, self.eps, cache.kv[0], slot)
@@ -284,26 +271,6 @@ class StaticKVDecoder:
                 x, q = self.step_between(x, out, layer, self.layers[i + 1], cos, sin, self.dims, self.eps,
                                          cache.kv[i + 1], slot)
         return self.step_last(x, out, self.layers[-1], self.norm, self.eps)
-
-    def _decode_fused(self, cache: StaticKVCache, token: torch.Tensor, pos: torch.Tensor, slot: torch.Tensor,
-                      kv_len: int) -> torch.Tensor:
-        """``decode`` on CUDA: five kernels per layer (``rlscale.engines.fused_decode``), chained by
-        programmatic dependent launch on Hopper; the residual stream ``x`` is updated in place."""
-        batch = token.shape[0]
-        groups = self.heads // self.kv_heads
-        x = F.embedding(token, self.embed)
-        q = torch.empty((batch, self.heads * self.head_dim), dtype=self.dtype, device=self.device)
-        h = torch.empty((batch, self.layers[0].gate_up.shape[0] // 2), dtype=self.dtype, device=self.device)
-        keys, values = cache.keys, cache.values
-        for i, layer in enumerate(self.layers):
-            norm_qkv(x, layer.ln1, layer.qkv, layer.qkv_bias, layer.q_norm, layer.k_norm, self._cos, self._sin, pos,
-                     cache.kv[i], slot, q, self.heads, self.kv_heads, self.eps, self.pdl)
-            out = decode_attention(q.view(batch, self.kv_heads, groups, self.head_dim), keys[i], values[i],
-                                   cache.mask, kv_len, pdl=self.pdl)
-            linear_residual(out.view(batch, -1), layer.o, layer.o_bias, x, self.pdl)
-            norm_swiglu(x, layer.ln2, layer.gate_up, h, self.eps, self.pdl)
-            linear_residual(h, layer.down, None, x, self.pdl)
-        return self.final_norm(x, self.norm, self.eps)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits [B, V] with the head in the precision of ``rlscale.engines.policy.head_logits``: float32
