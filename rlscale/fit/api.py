@@ -1,10 +1,11 @@
 """The public API of ``rlscale.fit`` (used by ``rlscale fit`` and by ``rlscale report`` when fits are missing
 or stale): fit every run of a results folder or tidy file, compare the variants, write the files.
 
+``--x auto`` is resolved here (rlscale.fit.curves.resolve_x) and stored resolved in the settings.
 Per run: Eq. 1 fitted after the cutoff (App. A.5-A.6), bootstrap intervals, extrapolation check and the
 App. A.4 power law (rlscale.fit.run); then seed spread, ranking and LOO table (rlscale.fit.compare).
-A run that cannot be fitted gets a status and a one-line message; only an unreadable source raises
-(``SourceError``).
+A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
+``--x``/``--y`` that no eval line holds (``MetricError``, a ``SourceError``), raises.
 """
 from __future__ import annotations
 
@@ -17,21 +18,22 @@ from pathlib import Path
 from typing import Callable, List, Optional
 
 from rlscale.fit.compare import compare
-from rlscale.fit.curves import Curve, SourceError, load_source
+from rlscale.fit.curves import Curve, MetricError, SourceError, load_source
 from rlscale.fit.outputs import clean, write_files
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitResults, FitSettings, RunFit
 from rlscale.fit.window import describe_rule
 
-__all__ = ["fit_results", "write_outputs", "SourceError"]
+__all__ = ["fit_results", "write_outputs", "SourceError", "MetricError"]
 
 
 def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
                 jobs: int = 1) -> FitResults:
     """Fit every run under ``source`` (a results folder, any depth, or a tidy CSV/parquet file), in
     ``jobs`` processes. ``progress(done, total)`` is called after each run."""
-    settings = replace(settings, source=str(source), cutoff_rule=describe_rule(settings))
     loaded = load_source(Path(source), settings.x, settings.y)
+    settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
+    settings = replace(settings, cutoff_rule=describe_rule(settings))
     runs = []
     with ExitStack() as stack:
         if jobs > 1 and len(loaded.curves) > 1:
@@ -50,7 +52,10 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
 
 
 def write_outputs(results: FitResults, out: Path) -> List[Path]:
-    """Write fits.json, fits.csv and comparison.csv into ``out`` (atomically); returns their paths."""
+    """Write fits.json, fits.csv and comparison.csv into ``out`` (each atomically) when at least one run
+    fitted; returns their paths ([] when nothing fitted: existing files are left as they are)."""
+    if not any(r.fitted for r in results.runs):
+        return []
     return write_files(results, Path(out))
 
 

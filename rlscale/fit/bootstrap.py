@@ -30,13 +30,16 @@ class BootstrapCI:
     predictions: List[Interval]
 
 
+def resample_weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` resamples of n points with replacement, as multinomial counts (n_boot, n)."""
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+
+
 def bootstrap_ci(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams,
                  predict_at: Sequence[float], n_boot: int, level: float,
                  rng: np.random.Generator) -> BootstrapCI:
     """Resample the n fitted points ``n_boot`` times and refit each resample."""
-    n = x.size
-    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
-    fit = fit_batch(x, y, r0, space, weights, start=(point.C_mid, point.B))
+    fit = fit_batch(x, y, r0, space, resample_weights(x.size, n_boot, rng), start=(point.C_mid, point.B))
     q = [50 * (1 - level), 50 * (1 + level)]
 
     def interval(values: np.ndarray) -> Interval:

@@ -1,7 +1,9 @@
 """``rlscale fit``: fit Eq. 1 to every run under RESULTS_DIR, rank the variants, analyse LOO sweeps,
 check extrapolation, and write fits.json, fits.csv and comparison.csv (App. A.4-A.7, Section 4).
 
-Exit status: 0 if at least one run fitted (status ok), 1 if none, 2 for usage errors.
+Exit status: 0 if at least one run fitted (status ok), 1 if none (then nothing is written, so earlier
+outputs survive), 2 for usage errors (including an ``--x``/``--y`` that no eval line holds: one line
+listing the metrics found, nothing written).
 """
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from typing import List, Optional, Tuple
 
 import typer
 
-X_UNITS = ("gpu_hours", "flops", "samples", "tokens", "step")
+from rlscale.fit.schema import X_UNITS
+
+X_CHOICES = ("auto",) + X_UNITS
 
 
 class UsageError(ValueError):
@@ -21,10 +25,11 @@ class UsageError(ValueError):
 def fit_command(
     results_dir: Path = typer.Argument(..., help="Results folder (runs at any depth) or a tidy CSV/parquet file "
                                                  "with columns run, x, y and optional seed, sweep."),
-    x: str = typer.Option("gpu_hours", "--x", help=f"Compute unit: {', '.join(X_UNITS)}."),
+    x: str = typer.Option("auto", "--x", help=f"Compute unit: {', '.join(X_CHOICES)} (auto: gpu_hours when every "
+                                              "run's eval lines carry it, else flops)."),
     y: str = typer.Option("val_reward", "--y", help="Eval metric to fit, e.g. val_reward/math for one task."),
     min_compute: Optional[str] = typer.Option(None, "--min-compute", help="Cutoff: C (absolute) or P% of each run. "
-                                              "Default: 1.5k GPU-hours for paper-scale runs, else 10% of the run."),
+                                              "Default: min(1.5k GPU-hours, 10% of the run); 10% in other units."),
     fit_until: Optional[str] = typer.Option(None, "--fit-until", help="Fit only x <= C (or P% of each run) and "
                                             "check the prediction at the last eval beyond it."),
     predict_at: Optional[List[float]] = typer.Option(None, "--predict-at", help="Predict the reward at C "
@@ -51,8 +56,8 @@ def fit_command(
 
     err = Console(stderr=True)
     try:
-        if x not in X_UNITS:
-            raise UsageError(f"--x must be one of {', '.join(X_UNITS)} (got {x!r})")
+        if x not in X_CHOICES:
+            raise UsageError(f"--x must be one of {', '.join(X_CHOICES)} (got {x!r})")
         if method not in METHODS:
             raise UsageError(f"--method must be one of {', '.join(METHODS)} (got {method!r})")
         if margin < 0 or not 0 < ci < 1 or n_boot < 0 or jobs < 0:
@@ -76,8 +81,11 @@ def fit_command(
     out_dir = out if out is not None else (results_dir if results_dir.is_dir() else results_dir.parent)
     paths = write_outputs(results, out_dir)
     render(results, Console())
+    if not paths:
+        err.print(f"no run fitted: nothing written to {out_dir}", markup=False, highlight=False)
+        raise typer.Exit(1)
     Console().print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
-    raise typer.Exit(0 if any(r.fitted for r in results.runs) else 1)
+    raise typer.Exit(0)
 
 
 def _amount(text: Optional[str], option: str) -> Tuple[Optional[float], Optional[float]]:

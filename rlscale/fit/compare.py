@@ -1,15 +1,14 @@
-"""Comparing variants (App. A.7 and Section 4): seed spread, ranking by A with the margin rule, and the
-leave-one-out table.
+"""Comparing variants (App. A.7 and Section 4): seed spread, ranking, and the leave-one-out table, each
+difference with its interval (rlscale.fit.differences) and what it resolves (rlscale.fit.verdicts).
 
 - Seeds: runs of one variant (folder name without ``_s<N>``) are fitted separately; the variant's A, B and
   C_mid are their means and the seed spread is the standard deviation of A and B (paper: 3 runs varied
   by at most +-0.015 in A, hence the +-0.02 margin).
-- Ranking (per sweep folder): by A; where two adjacent variants' A are within the margin, both are refit
-  with their average A and the higher B ranks first ("higher B is at least as good"), and the row says so.
-- LOO (a sweep.json with a ``base`` and variants with an ``axis``): A is averaged over all runs of the
-  sweep, every run is refit with that fixed A, and each reversion is compared with the base: dA = A - A_base
-  (free fits), dB = B_fixed - B_fixed_base, verdict lower/higher ceiling (|dA| > margin), else lower
-  efficiency (dB < 0), else within margin.
+- Ranking (per sweep folder): tiers by A, then by B at the tier's mean A, ties shown as ties
+  (rlscale.fit.ranking); variants whose A is not identified are not ranked.
+- LOO (a sweep.json with a ``base`` and variants with an ``axis``): A is averaged over the sweep's runs
+  whose A is identified, every run is refit with that fixed A, and each reversion is compared with the
+  base: dA (free fits) and dB (fixed-A refits) with intervals, the minimum effect on B, and a verdict.
 """
 from __future__ import annotations
 
@@ -18,18 +17,28 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from rlscale.fit.run import refit_with_a
-from rlscale.fit.schema import ComparisonRow, FitSettings, RunFit
+import numpy as np
+
+from rlscale.fit.differences import Pooled, Samples, difference, mean_draws
+from rlscale.fit.forms import SigmoidParams
+from rlscale.fit.noise import eval_noise
+from rlscale.fit.ranking import tiers
+from rlscale.fit.run import bootstrap_draws, refit_with_a
+from rlscale.fit.schema import (BASE, MORE_COMPUTE, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
+                                FitSettings, RunFit)
+from rlscale.fit.verdicts import ceiling_resolved, efficiency_resolved, min_effect, verdict
 
 
 @dataclass
 class VariantFit:
-    """The ok runs (seeds) of one variant of a sweep and their mean parameters."""
+    """The ok runs (seeds) of one variant of a sweep, their mean parameters and (cached) fixed-A refits
+    and bootstrap draws."""
 
     sweep: str
     variant: str
     runs: List[RunFit]
-    fixed_b: Dict[float, float] = field(default_factory=dict, repr=False)
+    fixed: Dict[float, List[Optional[SigmoidParams]]] = field(default_factory=dict, repr=False)
+    draws: Dict[Optional[float], Optional[np.ndarray]] = field(default_factory=dict, repr=False)
 
     @property
     def A(self) -> float:
@@ -43,15 +52,64 @@ class VariantFit:
     def C_mid(self) -> float:
         return statistics.fmean(r.C_mid for r in self.runs)
 
+    @property
+    def unidentified(self) -> str:
+        """Why A is not identified in some seed ("" when it is in all)."""
+        return next((r.A_identified_reason or NOT_IDENTIFIED for r in self.runs if r.A_identified is False), "")
+
+    def refits(self, a: float, settings: FitSettings) -> List[Optional[SigmoidParams]]:
+        """Each seed refit with A held at ``a`` (None where the paper method's grid finds no fit)."""
+        if a not in self.fixed:
+            self.fixed[a] = [_refit(r, a, settings) for r in self.runs]
+        return self.fixed[a]
+
+    def b_values(self, a: float, settings: FitSettings) -> List[float]:
+        return [p.B if p is not None else math.nan for p in self.refits(a, settings)]
+
     def b_at(self, a: float, settings: FitSettings) -> float:
-        """Mean B of the seeds refit with A held at ``a`` (cached per ``a``); NaN when a refit finds no
-        fit (the paper method's curve_fit converging in no cell)."""
-        if a not in self.fixed_b:
-            try:
-                self.fixed_b[a] = statistics.fmean(refit_with_a(r, a, settings).B for r in self.runs)
-            except RuntimeError:
-                self.fixed_b[a] = math.nan
-        return self.fixed_b[a]
+        """Mean B of the seeds refit at ``a``; NaN when a refit finds no fit."""
+        return statistics.fmean(self.b_values(a, settings))
+
+    def samples(self, settings: FitSettings, a: Optional[float], with_draws: bool) -> Samples:
+        """A (``a`` None) or B at fixed ``a``, per seed, with the bootstrap draws of the mean if asked."""
+        seeds = [r.A for r in self.runs] if a is None else self.b_values(a, settings)
+        if with_draws and settings.n_boot > 0 and a not in self.draws:
+            fits = [None] * len(self.runs) if a is None else self.refits(a, settings)
+            self.draws[a] = (None if any(f is None for f in fits) and a is not None
+                             else mean_draws([bootstrap_draws(r, settings, f) for r, f in zip(self.runs, fits)]))
+        return Samples(seeds=seeds, draws=self.draws.get(a) if with_draws else None)
+
+
+@dataclass
+class Sweep:
+    """The variants of one sweep and the differences between them."""
+
+    members: List[VariantFit]
+    settings: FitSettings
+
+    @property
+    def identified(self) -> List[VariantFit]:
+        return [v for v in self.members if not v.unidentified]
+
+    def d_a(self, p: VariantFit, q: VariantFit) -> Difference:
+        pooled = Pooled.of([[r.A for r in v.runs] for v in self.identified])
+        boot = len(p.runs) < 2 or len(q.runs) < 2
+        return difference(p.samples(self.settings, None, boot), q.samples(self.settings, None, boot), pooled,
+                          self.settings.ci_level)
+
+    def d_b(self, p: VariantFit, q: VariantFit, a: float) -> Optional[Difference]:
+        if not (math.isfinite(p.b_at(a, self.settings)) and math.isfinite(q.b_at(a, self.settings))):
+            return None
+        boot = len(p.runs) < 2 or len(q.runs) < 2
+        return difference(p.samples(self.settings, a, boot), q.samples(self.settings, a, boot), self.pooled_b(a),
+                          self.settings.ci_level)
+
+    def pooled_b(self, a: float) -> Optional[Pooled]:
+        return Pooled.of([v.b_values(a, self.settings) for v in self.identified])
+
+    def effect(self, a: float, base_b: float) -> Optional[float]:
+        pooled = self.pooled_b(a)
+        return min_effect(pooled.sd if pooled is not None else None, base_b)
 
 
 def compare(runs: List[RunFit], sweeps: Dict[str, dict], settings: FitSettings) -> List[ComparisonRow]:
@@ -63,14 +121,22 @@ def compare(runs: List[RunFit], sweeps: Dict[str, dict], settings: FitSettings) 
             for r in v.runs:
                 r.seed_std_A, r.seed_std_B = std_a, std_b
     rows: List[ComparisonRow] = []
-    for sweep in sorted({r.sweep for r in runs}):
-        members = [v for v in variants if v.sweep == sweep]
-        failed = sorted({r.variant for r in runs if r.sweep == sweep} - {v.variant for v in members})
-        rows += _ranking(sweep, members, failed, settings)
-        entries = _loo_entries(sweeps.get(sweep))
+    for name in sorted({r.sweep for r in runs}):
+        sweep = Sweep([v for v in variants if v.sweep == name], settings)
+        failed = sorted({r.variant for r in runs if r.sweep == name} - {v.variant for v in sweep.members})
+        rows += _ranking(name, sweep, failed)
+        entries = _loo_entries(sweeps.get(name))
         if entries:
-            rows += _loo(sweep, entries, members, settings)
+            noise = eval_noise(runs, name, settings.margin)
+            rows += _loo(name, entries, sweep, noise is not None and noise.flagged)
     return rows
+
+
+def _refit(run: RunFit, a: float, settings: FitSettings) -> Optional[SigmoidParams]:
+    try:
+        return refit_with_a(run, a, settings)
+    except RuntimeError:
+        return None
 
 
 def _loo_entries(spec) -> List[Tuple[str, str]]:
@@ -96,76 +162,98 @@ def _variants(runs: List[RunFit]) -> List[VariantFit]:
     return [VariantFit(sweep=s, variant=v, runs=rs) for (s, v), rs in sorted(groups.items())]
 
 
-def _ranking(sweep: str, members: List[VariantFit], failed: List[str], settings: FitSettings) -> List[ComparisonRow]:
-    def tie(p: VariantFit, q: VariantFit) -> Optional[Tuple[float, float, float]]:
-        """(average A, B of p, B of q) refit at the average A, when p and q are within the margin."""
-        if abs(p.A - q.A) > settings.margin:
-            return None
-        a = (p.A + q.A) / 2
-        return a, p.b_at(a, settings), q.b_at(a, settings)
-
-    def above(p: VariantFit, q: VariantFit) -> bool:
-        refit = tie(p, q)
-        return p.A > q.A if refit is None else (refit[1], p.A) > (refit[2], q.A)
-
-    order = sorted(members, key=lambda v: -v.A)
-    for _ in range(len(order)):  # bubble passes with the margin rule; stops when stable
-        swapped = False
-        for i in range(len(order) - 1):
-            if above(order[i + 1], order[i]):
-                order[i], order[i + 1] = order[i + 1], order[i]
-                swapped = True
-        if not swapped:
-            break
-    rows = []
-    for i, v in enumerate(order):
-        row = ComparisonRow(kind="rank", sweep=sweep, variant=v.variant, rank=i + 1, A=v.A, B=v.B, C_mid=v.C_mid,
-                            note=f"mean of {len(v.runs)} seeds" if len(v.runs) > 1 else "")
-        neighbours = order[max(i - 1, 0):i] + order[i + 1:i + 2]
-        ties = [(other, refit) for other in neighbours if (refit := tie(v, other)) is not None]
-        if ties:
-            row.A_fixed, row.B_fixed = ties[0][1][:2]
-        row.note = "; ".join([row.note] * bool(row.note) + [
-            f"A within {settings.margin:g} of {other.variant}: both refit at A={a:.3f}, B {b_self:.3g} vs {b_other:.3g}"
-            for other, (a, b_self, b_other) in ties])
-        rows.append(row)
-    rows += [ComparisonRow(kind="rank", sweep=sweep, variant=name, note="no ok fit") for name in failed]
+def _ranking(name: str, sweep: Sweep, failed: List[str]) -> List[ComparisonRow]:
+    s = sweep.settings
+    rows: List[ComparisonRow] = []
+    a_tiers = tiers(sweep.identified, lambda v: v.A, lambda v: v.variant,
+                    lambda top, v: ceiling_resolved(sweep.d_a(top, v), s.margin))
+    rank = 0
+    for t, a_tier in enumerate(a_tiers):
+        a = statistics.fmean(v.A for v in a_tier)
+        b_tiers = [a_tier]
+        if len(a_tier) > 1:
+            b_tiers = tiers(a_tier, lambda v: _finite(v.b_at(a, s)), lambda v: v.variant,
+                            lambda top, v: efficiency_resolved(sweep.d_b(top, v, a), sweep.effect(a, top.b_at(a, s))))
+        for u, b_tier in enumerate(b_tiers):
+            rank += 1
+            for v in b_tier:
+                row = ComparisonRow(kind="rank", sweep=name, variant=v.variant, rank=rank, A=v.A, B=v.B,
+                                    C_mid=v.C_mid, tie=len(b_tier) > 1)
+                notes = [f"mean of {len(v.runs)} seeds"] if len(v.runs) > 1 else []
+                reference = a_tier[0] if v is not a_tier[0] else (a_tiers[t - 1][0] if t else None)
+                if reference is not None:
+                    _set_interval(row, sweep.d_a(v, reference), "dA")
+                    notes.append(f"dA vs {reference.variant}")
+                if len(a_tier) > 1:
+                    row.A_fixed, row.B_fixed = a, v.b_at(a, s)
+                    if v is not b_tier[0] or u:
+                        top = b_tier[0] if v is not b_tier[0] else b_tiers[u - 1][0]
+                        d_b = sweep.d_b(v, top, a)
+                        if d_b is not None:
+                            _set_interval(row, d_b, "dB")
+                        notes.append(f"A not separated from {a_tier[0].variant}: B refit at A={a:.3f}, dB vs "
+                                     f"{top.variant}")
+                if row.tie:
+                    notes.append("tie with " + ", ".join(o.variant for o in b_tier if o is not v))
+                row.note = "; ".join(notes)
+                rows.append(row)
+    for v in sweep.members:
+        if v.unidentified:
+            rows.append(ComparisonRow(kind="rank", sweep=name, variant=v.variant, A=v.A, B=v.B, C_mid=v.C_mid,
+                                      reason=NOT_IDENTIFIED, needs=MORE_COMPUTE,
+                                      note=f"not ranked: {v.unidentified}"))
+    rows += [ComparisonRow(kind="rank", sweep=name, variant=n, note="no ok fit") for n in failed]
     return rows
 
 
-def _loo(sweep: str, names: List[Tuple[str, str]], members: List[VariantFit],
-         settings: FitSettings) -> List[ComparisonRow]:
-    by_name = {v.variant: v for v in members}
-    base_name = names[0][0]
-    pooled = [r for v in members for r in v.runs]
+def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noisy: bool) -> List[ComparisonRow]:
+    s = sweep.settings
+    by_name = {v.variant: v for v in sweep.members}
+    base_name = entries[0][0]
+    pooled = [r for v in sweep.identified for r in v.runs]
     if not pooled:
-        return [ComparisonRow(kind="loo", sweep=sweep, variant=n, axis=ax, note="no ok fit") for n, ax in names]
+        return [ComparisonRow(kind="loo", sweep=name, variant=n, axis=ax, verdict=UNRESOLVED, reason=NOT_IDENTIFIED,
+                              needs=MORE_COMPUTE, note="no run of the sweep has an identified A")
+                if n in by_name else ComparisonRow(kind="loo", sweep=name, variant=n, axis=ax, note="no ok fit")
+                for n, ax in entries]
     a_fixed = statistics.fmean(r.A for r in pooled)
-    b_fixed = {v.variant: v.b_at(a_fixed, settings) for v in members}
     base = by_name.get(base_name)
     rows = []
-    for name, axis in names:
-        v = by_name.get(name)
+    for variant, axis in entries:
+        v = by_name.get(variant)
         if v is None:
-            rows.append(ComparisonRow(kind="loo", sweep=sweep, variant=name, axis=axis, A_fixed=a_fixed,
+            rows.append(ComparisonRow(kind="loo", sweep=name, variant=variant, axis=axis, A_fixed=a_fixed,
                                       note="no ok fit"))
             continue
-        row = ComparisonRow(kind="loo", sweep=sweep, variant=name, axis=axis, A=v.A, B=v.B, C_mid=v.C_mid,
-                            A_fixed=a_fixed, B_fixed=b_fixed[name])
+        row = ComparisonRow(kind="loo", sweep=name, variant=variant, axis=axis, A=v.A, B=v.B, C_mid=v.C_mid,
+                            A_fixed=a_fixed, B_fixed=v.b_at(a_fixed, s))
+        if v.unidentified:
+            row.note = v.unidentified
         if base is None:
             row.note = f"base {base_name!r} has no ok fit"
-        elif name == base_name:
-            row.verdict = "base"
+        elif variant == base_name:
+            row.verdict = BASE
         else:
-            row.dA, row.dB = v.A - base.A, b_fixed[name] - b_fixed[base_name]
-            row.verdict = _verdict(row.dA, row.dB, settings.margin)
+            d_a, d_b = sweep.d_a(v, base), sweep.d_b(v, base, a_fixed)
+            effect = sweep.effect(a_fixed, base.b_at(a_fixed, s))
+            _set_interval(row, d_a, "dA")
+            if d_b is not None:
+                _set_interval(row, d_b, "dB")
+            row.min_effect_B = effect
+            if base.unidentified and not v.unidentified:
+                row.note = f"base: {base.unidentified}"
+            found = verdict(d_a, d_b, s.margin, effect, not (v.unidentified or base.unidentified), noisy)
+            row.verdict, row.reason, row.needs = found.verdict, found.reason, found.needs
         rows.append(row)
     return rows
 
 
-def _verdict(d_a: float, d_b: float, margin: float) -> str:
-    if d_a < -margin:
-        return "lower ceiling"
-    if d_a > margin:
-        return "higher ceiling"
-    return "lower efficiency" if d_b < 0 else "within margin"
+def _set_interval(row: ComparisonRow, d: Difference, which: str) -> None:
+    setattr(row, which, d.value)
+    setattr(row, f"{which}_lo", d.lo)
+    setattr(row, f"{which}_hi", d.hi)
+    row.interval_source = d.source
+
+
+def _finite(value: float) -> float:
+    return value if math.isfinite(value) else -math.inf

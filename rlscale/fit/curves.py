@@ -5,6 +5,13 @@ Every problem with one run becomes that curve's status and notes, never an excep
 duplicate steps after a resume are handled by the tolerant reader (noted), non-finite points are dropped
 (noted), no eval points gives ``no_data``, no finite point gives ``invalid``. A missing or unreadable
 config.yaml only costs the seed, which then comes from a ``_s<N>`` (or ``-s<N>``) suffix of the folder name.
+
+Besides x and y, each point carries its position on a counted axis ``t`` (the eval line's ``flops`` when
+every eval of the run has it, else its ``step``; a tidy file's x) on which the fit window is decided
+(rlscale.fit.window), the standard error of y (``<y>_se``) and the eval size (``val_samples``) when the
+line reports them. ``--x auto`` resolves to ``gpu_hours`` when every run's eval lines carry it, else to
+``flops``. A metric named in ``--x``/``--y`` that no eval line of a folder holds is a ``MetricError``
+listing the metrics found (a mistyped name), raised before anything is fitted.
 """
 from __future__ import annotations
 
@@ -25,8 +32,16 @@ _SEED_SUFFIX = re.compile(r"^(?P<variant>.+)[_-]s(?P<seed>\d+)$")
 _NOTED_STATES = ("running", "failed", "diverged", "preempted")
 
 
+AUTO_X = "auto"
+SAMPLES_KEY = "val_samples"
+
+
 class SourceError(ValueError):
     """The source as a whole cannot be read (a usage error, unlike a bad run)."""
+
+
+class MetricError(SourceError):
+    """``--x`` or ``--y`` names a metric that no eval line holds."""
 
 
 @dataclass
@@ -40,6 +55,10 @@ class Curve:
     run_path: str
     x: np.ndarray
     y: np.ndarray
+    t: np.ndarray = field(default_factory=lambda: np.empty(0))
+    se: np.ndarray = field(default_factory=lambda: np.empty(0))
+    samples: np.ndarray = field(default_factory=lambda: np.empty(0))
+    t_axis: str = ""
     notes: List[str] = field(default_factory=list)
     status: str = "ok"
     message: str = ""
@@ -48,22 +67,28 @@ class Curve:
 
 @dataclass
 class Source:
-    """All curves of a source, and the sweep.json of each sweep folder that has one (by sweep name)."""
+    """All curves of a source, the sweep.json of each sweep folder that has one (by sweep name), and the
+    x unit in force (``--x auto`` resolved)."""
 
     curves: List[Curve]
     sweeps: Dict[str, dict]
+    x_key: str
 
 
 def load_source(source: Path, x_key: str, y_key: str) -> Source:
-    """Curves from a results folder (any depth) or a tidy file."""
+    """Curves from a results folder (any depth) or a tidy file (whose x is GPU-hours under ``auto``)."""
     source = Path(source)
     if source.is_dir():
         runs = find_runs(source)
         sweeps = {run.sweep: spec for run in runs if (spec := read_sweep_json(run.path.parent)) is not None}
-        return Source(curves=[_run_curve(run, x_key, y_key, _variant_names(sweeps.get(run.sweep))) for run in runs],
-                      sweeps=sweeps)
+        read = [(run, *read_metrics(run.metrics)) for run in runs]
+        evals = [[r for r in records if r.get("kind") == "eval"] for _, records, _ in read]
+        x_key = resolve_x(x_key, evals)
+        _check_metrics(evals, x_key, y_key)
+        return Source(curves=[_run_curve(run, records, warnings, x_key, y_key, _variant_names(sweeps.get(run.sweep)))
+                              for run, records, warnings in read], sweeps=sweeps, x_key=x_key)
     if source.suffix.lower() in TIDY_SUFFIXES and source.is_file():
-        return Source(curves=_tidy_curves(source), sweeps={})
+        return Source(curves=_tidy_curves(source), sweeps={}, x_key="gpu_hours" if x_key == AUTO_X else x_key)
     if not source.exists():
         raise SourceError(f"{source} does not exist")
     raise SourceError(f"{source} is neither a results folder nor a tidy {'/'.join(TIDY_SUFFIXES)} file")
@@ -84,23 +109,46 @@ def _variant_names(spec) -> Dict[str, str]:
             if isinstance(v, dict) and isinstance(v.get("run"), str) and isinstance(v.get("name"), str)}
 
 
-def _run_curve(run: RunDir, x_key: str, y_key: str, names: Dict[str, str]) -> Curve:
+def resolve_x(x_key: str, evals: List[List[dict]]) -> str:
+    """``auto``: gpu_hours when every eval line of every run carries it (runs on GPUs), else flops (the
+    trainer writes core_hours, not gpu_hours, on CPU); any other unit as given."""
+    if x_key != AUTO_X:
+        return x_key
+    lines = [r for run in evals for r in run]
+    return "gpu_hours" if lines and all(is_finite_number(r.get("gpu_hours")) for r in lines) else "flops"
+
+
+def _check_metrics(evals: List[List[dict]], x_key: str, y_key: str) -> None:
+    """A MetricError when eval lines exist but none holds ``x_key`` or ``y_key``."""
+    lines = [r for run in evals for r in run]
+    if not lines:
+        return
+    found = sorted({k for r in lines for k, v in r.items() if k != "kind" and is_finite_number(v)})
+    for option, key in (("--x", x_key), ("--y", y_key)):
+        if key != "step" and not any(key in r for r in lines):
+            raise MetricError(f"{option} {key!r} is in no eval line; eval metrics found: {', '.join(found)}")
+
+
+def _run_curve(run: RunDir, records: List[dict], warnings: List[str], x_key: str, y_key: str,
+               names: Dict[str, str]) -> Curve:
     """The curve of a run folder; its variant is sweep.json's name for the folder, else the folder name
     without a seed suffix."""
     variant, seed = split_seed(run.variant)
     variant = names.get(run.variant, variant)
     notes: List[str] = []
     config_seed = _config_seed(run, notes)
-    records, warnings = read_metrics(run.metrics)
     notes += [w.split(": ", 1)[-1] for w in warnings]
     repaired = bool(notes)  # so far only repairs: a missing/unreadable config, skipped or duplicate lines
     state = read_status(run.path).get("state")
     if state in _NOTED_STATES:
         notes.append(f"run {state}")
     evals = [r for r in records if r.get("kind") == "eval"]
-    pairs = [(r.get("step") if x_key == "step" else r.get(x_key), r.get(y_key)) for r in evals]
+    usable = [r for r in evals if (x_key == "step" or x_key in r) and y_key in r]
+    t_key = "flops" if usable and all(is_finite_number(r.get("flops")) for r in usable) else "step"
+    rows = [(r.get("step") if x_key == "step" else r.get(x_key), r.get(y_key), r.get(t_key), r.get(f"{y_key}_se"),
+             r.get(SAMPLES_KEY)) for r in usable]
     curve = _curve(run.sweep, variant, config_seed if config_seed is not None else seed, str(run.path),
-                   [p for p in pairs if p[0] is not None and p[1] is not None], notes)
+                   [row for row in rows if row[0] is not None and row[1] is not None], notes, t_key)
     curve.repaired = curve.repaired or repaired
     if not evals:
         curve.status, curve.message = "no_data", "no eval lines in metrics.jsonl"
@@ -147,24 +195,28 @@ def _tidy_curves(path: Path) -> List[Curve]:
         seeds = group["seed"] if has_seed else [suffix_seed] * len(group)
         by_seed: Dict[Optional[int], list] = {}
         for seed, x, y in zip(seeds, group["x"], group["y"]):
-            by_seed.setdefault(_as_seed(seed), []).append((_as_number(x), _as_number(y)))
-        for seed, pairs in by_seed.items():
-            curve = _curve(sweep, variant, seed, f"{path}#{run}", pairs, [])
+            by_seed.setdefault(_as_seed(seed), []).append((_as_number(x), _as_number(y), _as_number(x), None, None))
+        for seed, rows in by_seed.items():
+            curve = _curve(sweep, variant, seed, f"{path}#{run}", rows, [], "x")
             if curve.status == "no_data":
                 curve.message = "no rows with numeric x and y"
             curves.append(curve)
     return curves
 
 
-def _curve(sweep: str, variant: str, seed: Optional[int], run_path: str, pairs: Iterable[tuple],
-           notes: List[str]) -> Curve:
-    """A curve from raw (x, y) pairs: non-finite ones dropped and noted, the rest sorted by x."""
-    pairs = list(pairs)
-    finite = [(float(x), float(y)) for x, y in pairs if is_finite_number(x) and is_finite_number(y)]
+def _curve(sweep: str, variant: str, seed: Optional[int], run_path: str, rows: Iterable[tuple],
+           notes: List[str], t_axis: str) -> Curve:
+    """A curve from raw (x, y, t, se, samples) rows: those with non-finite x or y dropped and noted, the
+    rest sorted by x; a missing or non-finite t, se or samples becomes NaN."""
+    pairs = list(rows)
+    finite = [(float(x), float(y), *(float(v) if is_finite_number(v) else np.nan for v in rest))
+              for x, y, *rest in pairs if is_finite_number(x) and is_finite_number(y)]
     dropped = len(pairs) - len(finite)
     finite.sort(key=lambda p: p[0])
-    x, y = (np.array(v, dtype=float) for v in zip(*finite)) if finite else (np.empty(0), np.empty(0))
-    curve = Curve(sweep=sweep, variant=variant, seed=seed, run_path=run_path, x=x, y=y, notes=notes)
+    columns = [np.array(v, dtype=float) for v in zip(*finite)] if finite else [np.empty(0)] * 5
+    x, y, t, se, samples = columns
+    curve = Curve(sweep=sweep, variant=variant, seed=seed, run_path=run_path, x=x, y=y, t=t, se=se,
+                  samples=samples, t_axis=t_axis, notes=notes)
     if not pairs:
         curve.status = "no_data"
     elif not finite:

@@ -9,6 +9,14 @@ Status (RunFit.status) for a curve that loaded:
 - ``repaired``: fitted, after tolerating bad input (torn or duplicate metrics lines, dropped NaN/inf
   points, a missing or unreadable config.yaml); the message says what was repaired;
 - ``ok`` otherwise, with notes (A or C_mid at the edge of the box, no point beyond ``fit_until``, ...).
+
+A identified (RunFit.A_identified). A fitted run's A is not identified, and the comparisons keep it out
+of "highest A", of the fixed-A mean and of the top rank (rlscale.fit.compare), when
+- its point estimate or bootstrap interval reaches the edge of A's range (fast: [0, 1] or ``a_bounds``;
+  paper: the A grid): the data put no bound on the ceiling there; or
+- the run ends before its curve bends: at the last fitted point the fitted curve has made less than
+  BEND_FRACTION (half) of its rise R0 -> A, i.e. the last point is below C_mid, so A is an extrapolation of
+  the lower half of a sigmoid (the paper's LOO runs end at ~97 % of theirs).
 """
 from __future__ import annotations
 
@@ -18,9 +26,9 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from rlscale.fit.bootstrap import bootstrap_ci
+from rlscale.fit.bootstrap import bootstrap_ci, resample_weights
 from rlscale.fit.curves import Curve
-from rlscale.fit.fast import fit_fast
+from rlscale.fit.fast import fit_batch, fit_fast
 from rlscale.fit.forms import SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import FITTERS
 from rlscale.fit.paper import fit_paper
@@ -31,12 +39,14 @@ from rlscale.fit.window import Window, fit_window
 
 N_PARAMS = 3
 FLAT_SIGMAS = 2.0
+BEND_FRACTION = 0.5
 
 
 def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     """The RunFit of one curve; every outcome is a status, nothing raises for bad data."""
     run = RunFit(sweep=curve.sweep, variant=curve.variant, seed=curve.seed, run_path=curve.run_path,
-                 x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist())
+                 x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist(), points_t=curve.t.tolist(),
+                 t_axis=curve.t_axis)
     notes = list(curve.notes)
     if curve.status != "ok":
         return _finish(run, curve.status, [curve.message] + notes)
@@ -45,6 +55,7 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
         notes.append(f"no eval at x=0: R0 from the first eval (x={curve.x[0]:.4g})")
     x, y, window = window_points(run, settings)
     run.cutoff, run.cutoff_rule, run.fit_until, run.n_points = window.cutoff, window.rule, window.fit_until, x.size
+    run.eval_se, run.eval_samples = _median(curve.se[_mask(curve, window)]), _median(curve.samples)
     if x.size < N_PARAMS:
         return _finish(run, "too_few_points", [f"{x.size} point(s) in the fit window, need >= {N_PARAMS}"] + notes)
     if np.ptp(np.append(y, run.R0)) == 0:
@@ -59,17 +70,29 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
         return _finish(run, status, [verdict] + notes)
     notes += _edge_notes(params, space)
     _add_uncertainty(run, x, y, space, params, settings)
-    _add_extrapolation(run, curve, notes)
+    run.A_identified_reason = _unidentified(run, x, space)
+    run.A_identified = not run.A_identified_reason
+    _add_extrapolation(run, curve, window, notes)
     run.power_law = _power_law(x, y, run, settings)
     return _finish(run, "repaired" if curve.repaired else "ok", notes)
 
 
 def window_points(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray, np.ndarray, Window]:
-    """The points of ``run`` that are fitted, and its window."""
+    """The points of ``run`` that are fitted, and its window (decided on ``points_t`` when present)."""
     x, y = np.asarray(run.points_x, dtype=float), np.asarray(run.points_y, dtype=float)
-    window = fit_window(x, settings)
-    mask = window.mask(x)
+    t = np.asarray(run.points_t, dtype=float) if len(run.points_t) == x.size else None
+    window = fit_window(x, settings, t)
+    mask = window.mask(x, t)
     return x[mask], y[mask], window
+
+
+def _mask(curve: Curve, window: Window) -> np.ndarray:
+    return window.mask(curve.x, curve.t if curve.t.size == curve.x.size else None)
+
+
+def _median(values: np.ndarray) -> Optional[float]:
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else None
 
 
 def refit_with_a(run: RunFit, a: float, settings: FitSettings) -> SigmoidParams:
@@ -80,6 +103,23 @@ def refit_with_a(run: RunFit, a: float, settings: FitSettings) -> SigmoidParams:
     if settings.method == "paper":
         return fit_paper(x, y, run.R0, space)
     return fit_fast(x, y, run.R0, space, start=(run.C_mid, run.B))
+
+
+def bootstrap_draws(run: RunFit, settings: FitSettings, fixed: Optional[SigmoidParams] = None) -> np.ndarray:
+    """The bootstrap of an ok run as draws: A of the free refits (the draws behind A_lo, A_hi: same
+    resamples, same seed), or with ``fixed`` (a refit_with_a result) B of the refits with A held at
+    ``fixed.A``. Shape (n_boot,)."""
+    x, y, window = window_points(run, settings)
+    space = search_space(settings, window)
+    weights = resample_weights(x.size, settings.n_boot, _rng(run, settings))
+    if fixed is None:
+        return fit_batch(x, y, run.R0, space, weights, start=(run.C_mid, run.B)).A
+    return fit_batch(x, y, run.R0, space.with_fixed_a(fixed.A), weights, start=(fixed.C_mid, fixed.B)).B
+
+
+def _rng(run: RunFit, settings: FitSettings) -> np.random.Generator:
+    """The bootstrap generator of a run: seeded by --seed and the run's name, so every draw is reproducible."""
+    return np.random.default_rng([settings.seed, zlib.crc32(f"{run.sweep}/{run.variant}/{run.seed}".encode())])
 
 
 def _classify(params: SigmoidParams, r0: float, n: int) -> Tuple[str, str]:
@@ -103,14 +143,25 @@ def _edge_notes(params: SigmoidParams, space: SearchSpace) -> List[str]:
     return notes
 
 
+def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace) -> str:
+    """Why A is not identified (module docstring), or "" when it is."""
+    values = [v for v in (run.A, run.A_lo, run.A_hi) if v is not None]
+    if any(np.isclose(v, space.a_lo, atol=1e-6) or np.isclose(v, space.a_hi, atol=1e-6) for v in values):
+        return f"A's interval reaches the edge of its range [{space.a_lo:g}, {space.a_hi:g}]"
+    reached = float(sigmoid(x[-1], 0.0, 1.0, run.B, run.C_mid))
+    if reached < BEND_FRACTION:
+        return (f"the run ends before its curve bends: {reached:.0%} of the rise at the last fitted point "
+                f"(C_mid {run.C_mid:.4g} > {x[-1]:.4g})")
+    return ""
+
+
 def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpace, params: SigmoidParams,
                      settings: FitSettings) -> None:
     """Bootstrap intervals (seeded per run) and the predictions at ``settings.predict_at``."""
     intervals: List[Tuple[Optional[float], Optional[float]]] = [(None, None)] * len(settings.predict_at)
     if settings.n_boot > 0:
-        key = zlib.crc32(f"{run.sweep}/{run.variant}/{run.seed}".encode())
         ci = bootstrap_ci(x, y, run.R0, space, params, settings.predict_at, settings.n_boot, settings.ci_level,
-                          np.random.default_rng([settings.seed, key]))
+                          _rng(run, settings))
         (run.A_lo, run.A_hi), (run.B_lo, run.B_hi), (run.C_mid_lo, run.C_mid_hi) = ci.A, ci.B, ci.C_mid
         intervals = ci.predictions
     xs = np.asarray(run.points_x)
@@ -120,11 +171,11 @@ def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpa
                                           observed=observed))
 
 
-def _add_extrapolation(run: RunFit, curve: Curve, notes: List[str]) -> None:
+def _add_extrapolation(run: RunFit, curve: Curve, window: Window, notes: List[str]) -> None:
     """Predicted vs observed reward at the last eval beyond ``fit_until``."""
     if run.fit_until is None:
         return
-    if not (curve.x > run.fit_until).any():
+    if not window.beyond(curve.x, curve.t if curve.t.size == curve.x.size else None).any():
         notes.append("no eval beyond fit_until to check the extrapolation")
         return
     run.extrap_x, run.extrap_observed = float(curve.x[-1]), float(curve.y[-1])

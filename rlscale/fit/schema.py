@@ -16,6 +16,35 @@ COMPARISON_CSV = "comparison.csv"
 # duplicate steps after a resume, dropped NaN/inf points, a missing or unreadable config.yaml).
 FITTED_STATUSES = ("ok", "repaired")
 
+# x units a fit can use. gpu_hours and core_hours are measured (wall time x devices, or CPU core-seconds):
+# they move with machine load. flops, samples, tokens and step are counted, so identical runs give identical x.
+X_UNITS = ("gpu_hours", "core_hours", "flops", "samples", "tokens", "step")
+MEASURED_UNITS = ("gpu_hours", "core_hours")
+X_LABELS = {"gpu_hours": "GPU-hours (measured)", "core_hours": "CPU core-hours (measured)",
+            "flops": "training FLOPs (analytic)", "samples": "training samples (counted)",
+            "tokens": "training tokens (counted)", "step": "training step"}
+
+# The verdicts of a LOO row (Section 4) and what stands behind each (rlscale.fit.verdicts).
+BASE = "base"
+HIGHER_CEILING, LOWER_CEILING = "higher ceiling", "lower ceiling"
+HIGHER_EFFICIENCY, LOWER_EFFICIENCY = "higher efficiency", "lower efficiency"
+WITHIN_MARGIN = "within margin"
+UNRESOLVED = "unresolved"
+VERDICTS = (BASE, HIGHER_CEILING, LOWER_CEILING, HIGHER_EFFICIENCY, LOWER_EFFICIENCY, WITHIN_MARGIN, UNRESOLVED)
+FINDINGS = (HIGHER_CEILING, LOWER_CEILING, HIGHER_EFFICIENCY, LOWER_EFFICIENCY)
+# Why a comparison is unresolved (ComparisonRow.reason) and what would resolve it (ComparisonRow.needs).
+NOT_IDENTIFIED = "A not identified"
+EVAL_NOISE = "eval noise"
+ONE_SEED = "one seed"
+STRADDLES = "interval straddles the margin"
+NO_INTERVAL = "no interval"
+MORE_COMPUTE, MORE_SEEDS, MORE_EVAL_SAMPLES = "more compute", "more seeds", "more eval samples"
+
+
+def axis_label(x: str) -> str:
+    """A truthful label of an x unit (measured units say so)."""
+    return X_LABELS.get(x, x)
+
 
 @dataclass
 class FitSettings:
@@ -25,9 +54,12 @@ class FitSettings:
     ``min_compute_frac`` override the cutoff (absolute, or a fraction of the run's compute);
     ``fit_until_frac`` is ``fit_until`` as a fraction of each run's compute. ``a_grid`` = [lo, hi, step] and
     ``c_mid_grid`` = [lo, hi, n] are App. A.5's grids (``c_mid_grid`` None: the paper's [100, 40000] x 100,
-    rescaled to the run, see rlscale.fit.space); ``a_bounds`` is the fast method's range of A (Eq. 1)."""
+    rescaled to the run, see rlscale.fit.space); ``a_bounds`` is the fast method's range of A (Eq. 1).
+    ``x`` "auto" is resolved by ``fit_results`` (gpu_hours when every run's eval lines carry it, else flops)
+    and stored resolved; ``x_requested`` keeps what was asked."""
 
-    x: str = "gpu_hours"
+    x: str = "auto"
+    x_requested: str = "auto"
     y: str = "val_reward"
     method: str = "fast"
     margin: float = 0.02
@@ -74,8 +106,12 @@ class PowerLawFit:
 @dataclass
 class RunFit:
     """One run's fit. ``status`` is "ok" or a reason class (no_data, too_few_points, flat, diverging,
-    invalid, failed) with a one-line ``message``. ``points_x``/``points_y`` are all eval points (the
-    fit used those with cutoff <= x <= fit_until)."""
+    invalid, failed) with a one-line ``message``. ``points_x``/``points_y`` are all eval points and
+    ``points_t`` their position on the deterministic axis ``t_axis`` (flops, else step) on which the window
+    is decided (rlscale.fit.window). ``A_identified`` is False, with ``A_identified_reason``, when A's
+    interval reaches the edge of its range or the run ends before its curve bends (rlscale.fit.run);
+    ``eval_se`` is the median standard error of the fitted evals (``<y>_se``) and ``eval_samples`` the
+    median ``val_samples``, when the run reports them."""
 
     sweep: str
     variant: str
@@ -104,12 +140,18 @@ class RunFit:
     extrap_abs_err: Optional[float] = None
     seed_std_A: Optional[float] = None
     seed_std_B: Optional[float] = None
+    A_identified: Optional[bool] = None
+    A_identified_reason: str = ""
+    eval_se: Optional[float] = None
+    eval_samples: Optional[float] = None
+    t_axis: str = ""
     predictions: List[Prediction] = field(default_factory=list)
     power_law: Optional[PowerLawFit] = None
     status: str = "ok"
     message: str = ""
     points_x: List[float] = field(default_factory=list)
     points_y: List[float] = field(default_factory=list)
+    points_t: List[float] = field(default_factory=list)
 
     @property
     def fitted(self) -> bool:
@@ -118,15 +160,70 @@ class RunFit:
     CSV_COLUMNS = ("sweep", "variant", "seed", "x", "n_points", "cutoff", "R0", "A", "B", "C_mid", "A_lo",
                    "A_hi", "B_lo", "B_hi", "C_mid_lo", "C_mid_hi", "sse", "r2", "fit_until",
                    "extrap_abs_err", "seed_std_A", "seed_std_B", "status", "message", "run_path", "cutoff_rule",
-                   "extrap_x", "extrap_observed", "extrap_predicted")
+                   "extrap_x", "extrap_observed", "extrap_predicted", "A_identified",
+                   "A_identified_reason", "eval_se", "eval_samples", "t_axis")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A difference between two variants (p - q) with its interval at the fits' ``ci_level``.
+    ``source``: "seeds n=3" (t-interval on the seed means, seed variance pooled over the sweep),
+    "bootstrap" (the bootstrap of both runs' points, refitted) or "none" (no interval: --n-boot 0 and
+    fewer than 2 seeds)."""
+
+    value: float
+    lo: Optional[float]
+    hi: Optional[float]
+    source: str
+
+    @property
+    def has_interval(self) -> bool:
+        return self.lo is not None and self.hi is not None
+
+    def excludes_zero(self) -> bool:
+        return self.has_interval and (self.lo > 0 or self.hi < 0)
+
+    def beyond(self, margin: float) -> bool:
+        """The whole interval lies outside [-margin, margin]."""
+        return self.has_interval and (self.lo > margin or self.hi < -margin)
+
+    def inside(self, margin: float) -> bool:
+        """The whole interval lies inside [-margin, margin]."""
+        return self.has_interval and -margin <= self.lo and self.hi <= margin
+
+
+@dataclass(frozen=True)
+class EvalNoise:
+    """A sweep's eval precision: the median standard error of its fitted evals (``<y>_se``), flagged when
+    it exceeds half the margin on A; ``samples_needed`` is the eval size (``val_samples``) that would
+    bring it to half the margin (SE ~ 1/sqrt(samples)), None when the runs do not say their size."""
+
+    sweep: str
+    median_se: float
+    limit: float
+    eval_samples: Optional[float]
+    samples_needed: Optional[float]
+
+    @property
+    def flagged(self) -> bool:
+        return self.median_se > self.limit
+
+    def describe(self) -> str:
+        head = f"eval noise: median SE {self.median_se:.3g} > {self.limit:.3g} (half the margin on A)"
+        if self.samples_needed is None:
+            return head + f"; about {(self.median_se / self.limit) ** 2:.1f}x the eval samples would resolve it"
+        return head + f"; about {self.samples_needed:,.0f} eval samples (now {self.eval_samples:,.0f}) would resolve it"
 
 
 @dataclass
 class ComparisonRow:
-    """A row of comparison.csv. kind "rank": the ranking of a sweep's variants by A (ties within the
-    margin broken by B refit at the pair's average A). kind "loo": the leave-one-out table (Section 4):
-    ``axis`` reverted, dA vs the base, ``B_fixed`` refit with the A averaged over the sweep (``A_fixed``),
-    dB, and a verdict (lower ceiling / lower efficiency / within margin / base)."""
+    """A row of comparison.csv. kind "rank": the ranking of a sweep's variants (rlscale.fit.ranking): tiers
+    by A, then by B at the tier's mean A; variants that cannot be separated share a rank (``tie`` True).
+    kind "loo": the leave-one-out table (Section 4): ``axis`` reverted, dA vs the base with its interval
+    (``dA_lo``, ``dA_hi``), ``B_fixed`` refit with the A averaged over the sweep's identified runs
+    (``A_fixed``), dB with its interval, ``min_effect_B`` (the smallest |dB| that counts), the interval's
+    ``interval_source`` and a verdict (VERDICTS); an ``unresolved`` verdict has a ``reason`` and what would
+    resolve it (``needs``)."""
 
     kind: str
     sweep: str
@@ -142,6 +239,15 @@ class ComparisonRow:
     dB: Optional[float] = None
     verdict: str = ""
     note: str = ""
+    dA_lo: Optional[float] = None
+    dA_hi: Optional[float] = None
+    dB_lo: Optional[float] = None
+    dB_hi: Optional[float] = None
+    min_effect_B: Optional[float] = None
+    interval_source: str = ""
+    reason: str = ""
+    needs: str = ""
+    tie: bool = False
 
 
 @dataclass

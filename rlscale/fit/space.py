@@ -2,9 +2,9 @@
 
 The paper searches A over {0.450, 0.455, ..., 0.800} and C_mid over 100 linear values in [100, 40000]
 GPU-hours, with B free (> 0). Its C_mid grid was set for runs of ~16k GPU-hours (the LOO runs), i.e. it
-spans [L/160, 2.5 L] for a run of length L. Rescaling rule: a run that is paper-scale in GPU-hours (see
-rlscale.fit.window) uses the paper's grid as is; any other run (short runs, other x units) uses the same
-grid multiplied by L / 16000, so it spans [L/160, 2.5 L] of that run. ``--c-mid-grid`` sets an absolute
+spans [L/160, 2.5 L] for a run of length L. Rescaling rule (continuous in L, rlscale.fit.window.c_mid_scale):
+GPU-hour runs of 6k or more use the paper's grid as is, shorter ones the grid times L / 6k; runs in other
+units use the grid times L / 16k, so it spans [L/160, 2.5 L] of that run. ``--c-mid-grid`` sets an absolute
 grid instead.
 
 The fast method searches the continuous box A in ``a_bounds`` (default [0, 1], Eq. 1's constraint; it
@@ -20,7 +20,6 @@ from rlscale.fit.schema import FitSettings
 from rlscale.fit.window import Window
 
 PAPER_C_MID_GRID = (100.0, 40000.0, 100)
-PAPER_RUN_LENGTH = 16000.0
 B_BOUNDS = (0.02, 50.0)
 
 
@@ -57,7 +56,7 @@ def search_space(settings: FitSettings, window: Window) -> SearchSpace:
     if settings.c_mid_grid is not None:
         c_lo, c_hi, c_n = settings.c_mid_grid
     else:
-        scale = 1.0 if window.paper_scale else window.length / PAPER_RUN_LENGTH
+        scale = window.c_scale
         c_lo, c_hi, c_n = PAPER_C_MID_GRID[0] * scale, PAPER_C_MID_GRID[1] * scale, PAPER_C_MID_GRID[2]
     if settings.method == "paper":
         a_lo, a_hi, a_step = settings.a_grid

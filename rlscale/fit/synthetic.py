@@ -1,16 +1,18 @@
 """Synthetic reward curves with known parameters, from the paper's Table 1 (C_mid, B, A), for tests and
-benchmarks: Eq. 1 plus Gaussian noise on every eval, and a writer of the results contract (metrics.jsonl
-and config.yaml) so the whole ``rlscale fit`` path can be exercised on them.
+benchmarks: Eq. 1 plus Gaussian noise on every eval, a writer of the results contract (metrics.jsonl
+and config.yaml) so the whole ``rlscale fit`` path can be exercised on them, and leave-one-out sweeps
+with known truth (axes that change A or B by a known amount, or nothing) at paper-scale noise.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from rlscale.fit.curves import Curve
 from rlscale.fit.forms import sigmoid
 
 
@@ -62,3 +64,36 @@ def write_run(run_dir: Path, x: np.ndarray, y: np.ndarray, seed: Optional[int] =
             fh.write(json.dumps({"step": step, "kind": "train", "reward": float(reward), **compute}) + "\n")
             fh.write(json.dumps({"step": step, "kind": "eval", "val_reward": float(reward), "val_samples": 16000,
                                  **compute}) + "\n")
+
+
+@dataclass(frozen=True)
+class LooNoise:
+    """Paper-scale noise of a LOO sweep: each seed's A drawn around the truth with sd ``a_jitter`` (the
+    paper's 3 runs varied by +-0.015 in A, App. A.7), N(0, ``point``) on every eval, evals every ``every``
+    GPU-hours up to ``x_max``."""
+
+    a_jitter: float = 0.008
+    point: float = 0.005
+    every: float = 200.0
+    x_max: float = 16000.0
+
+
+def loo_sweep(base: CurveSpec, effects: Dict[str, Tuple[float, float]], n_seeds: int, rng: np.random.Generator,
+              noise: LooNoise = LooNoise(), r0: float = 0.3, sweep: str = "loo") -> Tuple[List[Curve], dict]:
+    """The curves of a LOO sweep (base "base" and one variant per ``effects`` entry, name -> (dA, dB)
+    added to the base's A and B; (0, 0) makes an exact copy of the base), ``n_seeds`` seeds each, and its
+    sweep.json. Each eval line's step is its deterministic position ``t``; its SE is the point noise."""
+    x = np.arange(0.0, noise.x_max + noise.every / 2, noise.every)
+    curves, variants = [], []
+    for name, (d_a, d_b) in [("base", (0.0, 0.0))] + list(effects.items()):
+        spec = replace(base, A=base.A + d_a, B=base.B + d_b)
+        for seed in range(n_seeds):
+            a = spec.A + rng.normal(0.0, noise.a_jitter)
+            y = sigmoid(x, r0, a, spec.B, spec.C_mid) + rng.normal(0.0, noise.point, x.size)
+            y[0] = r0
+            curves.append(Curve(sweep=sweep, variant=name, seed=seed, run_path=f"{sweep}/{name}_s{seed}", x=x, y=y,
+                                t=np.arange(x.size, dtype=float), se=np.full(x.size, noise.point),
+                                samples=np.full(x.size, np.nan), t_axis="step"))
+            variants.append({"name": name, "run": f"{name}_s{seed}", "axis": None if name == "base" else name,
+                             "seed": seed})
+    return curves, {"name": sweep, "base": "base", "kind": "loo", "variants": variants}

@@ -1,8 +1,9 @@
 """The terminal view of a FitResults: one table of runs (messages listed under it), then per sweep the
-ranking and the LOO table.
+eval-noise flag, the ranking and the LOO table.
 
 A is shown with its bootstrap interval and the paper's +-margin next to it (App. A.7), so a reader can
-see whether the data's own uncertainty is wider or narrower than the paper's rule of thumb.
+see whether the data's own uncertainty is wider or narrower than the paper's rule of thumb; every
+ranking difference and LOO verdict is shown with its interval and the interval's source.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import List, Optional
 from rich.console import Console
 from rich.table import Table
 
-from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
+from rlscale.fit.noise import eval_noise
+from rlscale.fit.schema import UNRESOLVED, ComparisonRow, FitResults, FitSettings, RunFit, axis_label
 
 _STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
 
@@ -24,12 +26,16 @@ def render(results: FitResults, console: Console) -> None:
             console.print(f"  {_name(r, results)}: {r.message}", markup=False, highlight=False)
     for sweep in sorted({c.sweep for c in results.comparison}):
         rows = [c for c in results.comparison if c.sweep == sweep]
+        noise = eval_noise(results.runs, sweep, s.margin)
+        if noise is not None and noise.flagged:
+            console.print(f"[yellow]{sweep or 'runs'}: {noise.describe()}[/yellow]", highlight=False)
         console.print(_ranking_table(sweep, [c for c in rows if c.kind == "rank"], results))
         loo = [c for c in rows if c.kind == "loo"]
         if loo:
-            console.print(_loo_table(sweep, loo))
-    console.print(f"method {s.method}; x = {s.x}, y = {s.y}; cutoff: {s.cutoff_rule}; "
-                  f"{s.ci_level:.0%} percentile bootstrap, {s.n_boot} resamples, seed {s.seed}; "
+            console.print(_loo_table(sweep, loo, s))
+    console.print(f"method {s.method}; x = {axis_label(s.x)} ({s.x}), y = {s.y}; cutoff: {s.cutoff_rule}; "
+                  f"{s.ci_level:.0%} intervals: seeds (t on the seed means, sd pooled over the sweep) when both "
+                  f"variants have >= 2 seeds, else percentile bootstrap ({s.n_boot} resamples, seed {s.seed}); "
                   f"+-{s.margin:g}: the paper's margin on A", markup=False, highlight=False)
 
 
@@ -38,16 +44,18 @@ def _runs_table(results: FitResults) -> Table:
     extrap = s.fit_until is not None or s.fit_until_frac is not None
     ok = sum(r.fitted for r in results.runs)
     table = Table(title=f"Eq. 1 fits: {ok} of {len(results.runs)} runs ok")
-    columns: List[str] = ["run", "n", "cutoff", "R0", f"A [{s.ci_level:.0%} CI] +-{s.margin:g}", "B [CI]", "C_mid",
-                          "R2"]
+    se = any(r.eval_se is not None for r in results.runs)
+    columns: List[str] = ["run", "n", "cutoff", "R0", f"A [{s.ci_level:.0%} CI] +-{s.margin:g}", "A id", "B [CI]",
+                          "C_mid", "R2"] + ["eval SE"] * se
     columns += ["|err| sigmoid/power"] if extrap else []
     columns += [f"R@{c:g} [CI] obs" for c in s.predict_at] + ["status"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("run", "status") else "right")
     for r in results.runs:
+        identified = {None: "-", True: "yes", False: "[yellow]no[/yellow]"}[r.A_identified]
         row = [_name(r, results), str(r.n_points), _f(r.cutoff, ".4g"), _f(r.R0, ".3f"),
-               _ci(r.A, r.A_lo, r.A_hi, ".3f"),
-               _ci(r.B, r.B_lo, r.B_hi, ".2f"), _f(r.C_mid, ".4g"), _f(r.r2, ".3f")]
+               _ci(r.A, r.A_lo, r.A_hi, ".3f"), identified,
+               _ci(r.B, r.B_lo, r.B_hi, ".2f"), _f(r.C_mid, ".4g"), _f(r.r2, ".3f")] + [_f(r.eval_se, ".3g")] * se
         if extrap:
             law = r.power_law.extrap_abs_err if r.power_law else None
             row.append(f"{_f(r.extrap_abs_err, '.3f')}/{_f(law, '.3f')}")
@@ -61,26 +69,41 @@ def _runs_table(results: FitResults) -> Table:
 
 def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -> Table:
     s: FitSettings = results.settings
-    table = Table(title=f"{sweep or 'runs'}: ranked by A; within +-{s.margin:g}, by B refit at the pair's mean A")
-    for col in ("#", "variant", "A (seed sd)", "B (seed sd)", "C_mid", "note"):
-        table.add_column(col, justify="left" if col in ("variant", "note") else "right")
+    table = Table(title=f"{sweep or 'runs'}: ranked by A in tiers (a new tier where dA is beyond +-{s.margin:g} and "
+                        f"resolved), then by B at the tier's mean A; '=' marks ties")
+    for col in ("#", "variant", "A (seed sd)", "dA [CI]", "B (seed sd)", "dB [CI] at fixed A", "interval", "note"):
+        table.add_column(col, justify="left" if col in ("variant", "note", "interval") else "right")
     spread = {(r.sweep, r.variant): r for r in results.runs if r.seed_std_A is not None}
     for c in rows:
         seeds = spread.get((c.sweep, c.variant))
-        table.add_row(_f(c.rank, "d"), c.variant, _f(c.A, ".3f") + (f" ({seeds.seed_std_A:.3f})" if seeds else ""),
-                      _f(c.B, ".2f") + (f" ({seeds.seed_std_B:.2f})" if seeds else ""), _f(c.C_mid, ".4g"), c.note)
+        rank = "-" if c.rank is None else f"{c.rank}{'=' if c.tie else ''}"
+        table.add_row(rank, c.variant, _f(c.A, ".3f") + (f" ({seeds.seed_std_A:.3f})" if seeds else ""),
+                      _ci(c.dA, c.dA_lo, c.dA_hi, "+.3f"),
+                      _f(c.B, ".2f") + (f" ({seeds.seed_std_B:.2f})" if seeds else ""),
+                      _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source, c.note)
     return table
 
 
-def _loo_table(sweep: str, rows: List[ComparisonRow]) -> Table:
+def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
     a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
-    table = Table(title=f"{sweep}: leave-one-out, B refit with A fixed at the sweep mean {_f(a_fixed, '.3f')}")
-    for col in ("variant", "axis", "A", "dA", "B@A", "dB", "verdict"):
-        table.add_column(col, justify="right" if col in ("A", "dA", "B@A", "dB") else "left")
+    effect = next((c.min_effect_B for c in rows if c.min_effect_B is not None), None)
+    table = Table(title=f"{sweep}: leave-one-out, B refit with A fixed at the mean of identified runs "
+                        f"{_f(a_fixed, '.3f')}; ceiling: |dA| > {s.margin:g}, efficiency: |dB| >= "
+                        f"{_f(effect, '.2f')} (minimum effect), each with a {s.ci_level:.0%} interval excluding 0")
+    for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]") else "left")
     for c in rows:
-        table.add_row(c.variant, c.axis or "-", _f(c.A, ".3f"), _f(c.dA, "+.3f"), _f(c.B_fixed, ".2f"),
-                      _f(c.dB, "+.2f"), c.verdict or c.note)
+        table.add_row(c.variant, c.axis or "-", _f(c.A, ".3f"), _ci(c.dA, c.dA_lo, c.dA_hi, "+.3f"),
+                      _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source,
+                      describe_verdict(c) or c.note)
     return table
+
+
+def describe_verdict(c: ComparisonRow) -> str:
+    """A LOO row's verdict as printed: ``unresolved (reason): needs ...`` for an unresolved one."""
+    if c.verdict == UNRESOLVED:
+        return f"{UNRESOLVED} ({c.reason}): {c.needs}" if c.needs else f"{UNRESOLVED} ({c.reason})"
+    return c.verdict
 
 
 def _name(r: RunFit, results: FitResults) -> str:

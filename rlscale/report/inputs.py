@@ -2,6 +2,7 @@
 missing, unreadable or older than any run's metrics.jsonl, so the page never shows stale fits."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -31,7 +32,8 @@ def load_fits(results_dir: Path, log: Callable[[str], None]) -> FitResults:
     from rlscale.fit.api import fit_results, write_outputs
 
     log(f"{reason or f'{FITS_JSON} is unreadable'}: running rlscale fit on {results_dir}")
-    results = fit_results(results_dir, previous.settings if previous is not None else FitSettings())
+    settings = replace(previous.settings, x=previous.settings.x_requested) if previous is not None else FitSettings()
+    results = fit_results(results_dir, settings)
     write_outputs(results, results_dir)
     return results
 
