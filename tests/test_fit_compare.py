@@ -1,5 +1,6 @@
-"""Comparing variants (App. A.7, Section 4): the margin rule of the ranking, the LOO table with its
-fixed-A refit and verdicts, and the seed spread, on noise-free curves whose answers are known by hand."""
+"""Comparing variants (App. A.7, Section 4): the tier ranking, the LOO table with its fixed-A refit,
+intervals and verdicts, and the seed spread, on curves whose answers are known by hand; the verdicts on
+synthetic LOO sweeps with known truth at paper-scale noise; the ranking's transitivity (property test)."""
 from __future__ import annotations
 
 import json
@@ -8,33 +9,106 @@ import numpy as np
 import pytest
 
 from rlscale.fit.api import fit_results
+from rlscale.fit.compare import compare
 from rlscale.fit.forms import sigmoid
-from rlscale.fit.schema import FitSettings
-from rlscale.fit.synthetic import write_run
+from rlscale.fit.ranking import tiers
+from rlscale.fit.run import fit_curve
+from rlscale.fit.schema import FINDINGS, FitSettings
+from rlscale.fit.synthetic import TABLE1, loo_sweep, write_run
 
 X = np.linspace(0, 16000, 49)
 SETTINGS = FitSettings(n_boot=0)
+BOOT = FitSettings(n_boot=40)
 
 
-def _write(root, folder, a, b, c_mid=2500.0, seed=0):
-    write_run(root / folder, X, sigmoid(X, 0.3, a, b, c_mid), seed=seed)
+def _write(root, folder, a, b, c_mid=2500.0, seed=0, jitter=0.0):
+    write_run(root / folder, X, sigmoid(X, 0.3, a + jitter, b * (1 + jitter), c_mid), seed=seed)
 
 
-def test_ranking_refits_variants_within_the_margin_at_their_mean_a(tmp_path):
+def _seeds(root, name, a, b, c_mid=2500.0):
+    """Three noise-free seeds whose A differ by +-0.002 and B by +-0.2 %: a seed spread known by hand."""
+    for seed, jitter in enumerate((-0.002, 0.0, 0.002)):
+        _write(root, f"{name}_s{seed}", a, b, c_mid, seed=seed, jitter=jitter)
+
+
+def test_ranking_tiers_by_a_then_by_b_at_the_tier_mean_a(tmp_path):
     sweep = tmp_path / "res" / "grid"
-    _write(sweep, "high_a_low_b", 0.61, 1.5)
-    _write(sweep, "low_a_high_b", 0.60, 2.5)
-    _write(sweep, "far_below", 0.55, 3.0)
+    _seeds(sweep, "high_a_low_b", 0.61, 1.5)
+    _seeds(sweep, "low_a_high_b", 0.60, 2.5)
+    _seeds(sweep, "far_below", 0.55, 3.0)
     fitted = fit_results(tmp_path / "res", SETTINGS)
     rank = [c for c in fitted.comparison if c.kind == "rank"]
-    assert [c.variant for c in rank] == ["low_a_high_b", "high_a_low_b", "far_below"]
+    assert [(c.variant, c.rank, c.tie) for c in rank] == [
+        ("low_a_high_b", 1, False), ("high_a_low_b", 2, False), ("far_below", 3, False)]
     first, second, third = rank
-    assert (first.A_fixed, second.A_fixed) == pytest.approx((0.605, 0.605))
-    assert first.B_fixed > second.B_fixed
-    assert "A within 0.02 of high_a_low_b: both refit at A=0.605" in first.note
-    assert third.A_fixed is None and third.note == ""
-    by_a = fit_results(tmp_path / "res", FitSettings(n_boot=0, margin=0.0)).comparison
-    assert [c.variant for c in by_a if c.kind == "rank"] == ["high_a_low_b", "low_a_high_b", "far_below"]
+    assert (first.A_fixed, second.A_fixed) == pytest.approx((0.605, 0.605), abs=1e-6)
+    assert first.B_fixed > second.B_fixed and second.dB < 0 and second.dB_hi < 0
+    assert second.interval_source == "seeds n=3" and "B refit at A=0.605" in second.note
+    assert third.dA == pytest.approx(-0.06, abs=1e-4) and third.dA_hi < -0.02 and third.A_fixed is None
+    # without intervals (one seed, no bootstrap) nothing separates: one tier, all tied
+    single = tmp_path / "single" / "grid"
+    for name, a, b in (("a", 0.61, 1.5), ("b", 0.55, 3.0)):
+        _write(single, name, a, b)
+    flat = [c for c in fit_results(tmp_path / "single", SETTINGS).comparison if c.kind == "rank"]
+    assert [(c.rank, c.tie) for c in flat] == [(1, True), (1, True)]
+
+
+def test_a_not_identified_is_never_ranked_first_nor_in_the_fixed_a(tmp_path):
+    sweep = tmp_path / "res" / "loo"
+    _write(sweep, "base", 0.61, 2.0)
+    _write(sweep, "late", 0.70, 2.0, c_mid=30000.0)  # ends at 16k, before its curve bends at 30k
+    (sweep / "sweep.json").write_text(json.dumps({"name": "loo", "base": "base", "kind": "loo", "variants": [
+        {"name": "base", "run": "base", "axis": None}, {"name": "late", "run": "late", "axis": "length"}]}))
+    fitted = fit_results(tmp_path / "res", BOOT)
+    late = next(r for r in fitted.runs if r.variant == "late")
+    assert late.A_identified is False and "before its curve bends" in late.A_identified_reason
+    assert next(r for r in fitted.runs if r.variant == "base").A_identified is True
+    rank = {c.variant: c for c in fitted.comparison if c.kind == "rank"}
+    assert rank["base"].rank == 1 and rank["late"].rank is None and rank["late"].reason == "A not identified"
+    loo = {c.variant: c for c in fitted.comparison if c.kind == "loo"}
+    assert loo["late"].A_fixed == pytest.approx(0.61, abs=1e-4)  # the base alone
+    assert (loo["late"].verdict, loo["late"].reason, loo["late"].needs) == ("unresolved", "A not identified",
+                                                                           "more compute")
+    assert loo["late"].verdict_text == "unresolved (A not identified): more compute"
+
+
+def _ranked_sweep(rng, n_variants, n_seeds):
+    effects = {f"v{i}": (float(rng.normal(0, 0.03)), float(rng.normal(0, 0.5))) for i in range(n_variants)}
+    curves, spec = loo_sweep(TABLE1["scalerl"], effects, n_seeds, rng)
+    runs = [fit_curve(c, BOOT) for c in curves]
+    return runs, [c for c in compare(runs, {"loo": spec}, BOOT) if c.kind == "rank"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ranking_is_a_strict_weak_order_whatever_the_input_order(seed):
+    """Property test on random sweeps: ranks never decrease down the printed order, tied rows share a rank
+    and differ from their neighbours' ranks only at tier cuts, a higher rank never has a lower A unless
+    both sit in one A tier, and shuffling the runs gives the same ranking."""
+    rng = np.random.default_rng(seed)
+    runs, rows = _ranked_sweep(rng, n_variants=6, n_seeds=int(rng.choice([1, 3])))
+    ranked = [c for c in rows if c.rank is not None]
+    ranks = [c.rank for c in ranked]
+    assert ranks == sorted(ranks) and sorted(set(ranks)) == list(range(1, max(ranks) + 1))
+    for r in set(ranks):
+        members = [c for c in ranked if c.rank == r]
+        assert all(c.tie == (len(members) > 1) for c in members)
+    for above in ranked:  # transitivity of "ranked above" and consistency with A across A tiers
+        for below in ranked:
+            if above.rank < below.rank and above.A_fixed is None and below.A_fixed is None:
+                assert above.A >= below.A
+            for third in ranked:
+                if above.rank < below.rank and below.rank < third.rank:
+                    assert above.rank < third.rank
+    order = list(rng.permutation(len(runs)))
+    shuffled = [c for c in compare([runs[i] for i in order], {}, BOOT) if c.kind == "rank"]
+    assert [(c.variant, c.rank, c.tie) for c in shuffled] == [(c.variant, c.rank, c.tie) for c in rows]
+
+
+def test_tiers_cut_against_the_first_member_so_chains_do_not_merge():
+    # 0.63 ~ 0.615 ~ 0.60 pairwise within 0.02, but 0.60 is separated from the tier's first member
+    values = {"a": 0.63, "b": 0.615, "c": 0.60, "d": 0.60}
+    cut = tiers(list(values), values.get, str, lambda top, v: values[top] - values[v] > 0.02)
+    assert cut == [["a", "b"], ["c", "d"]]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +130,7 @@ def loo(tmp_path_factory):
         {"name": "better", "run": "batch_big_folder", "overrides": ["batch=big"], "axis": "batch", "seed": 0},
         {"name": "never_ran", "run": "never_ran", "overrides": ["length=penalty"], "axis": "length", "seed": 0}]}
     (sweep / "sweep.json").write_text(json.dumps(spec))
-    return fit_results(sweep.parent, SETTINGS)
+    return fit_results(sweep.parent, BOOT)
 
 
 def test_a_grid_sweep_gets_a_ranking_but_no_loo_table(tmp_path):
@@ -70,18 +144,61 @@ def test_a_grid_sweep_gets_a_ranking_but_no_loo_table(tmp_path):
     assert [c.variant for c in comparison] == ["prompts=32", "prompts=8"] and {c.kind for c in comparison} == {"rank"}
 
 
-def test_loo_table_fixes_a_at_the_sweep_mean_and_gives_verdicts(loo):
+def test_loo_table_fixes_a_at_the_sweep_mean_and_gives_verdicts_with_intervals(loo):
     rows = {c.variant: c for c in loo.comparison if c.kind == "loo"}
     assert list(rows) == ["scalerl", "loss_dapo", "bf16_head", "agg_sample", "better", "never_ran"]
     a_fixed = (0.609 + 0.611 + 0.61 + 0.55 + 0.61 + 0.65) / 6  # every run of the sweep, seeds included
     assert [c.A_fixed for c in rows.values()] == pytest.approx([a_fixed] * 6, abs=1e-6)
     assert rows["scalerl"].verdict == "base" and rows["scalerl"].A == pytest.approx(0.61, abs=1e-6)
-    assert rows["loss_dapo"].axis == "loss" and rows["loss_dapo"].dA == pytest.approx(0.0, abs=1e-5)
-    assert rows["loss_dapo"].dB < 0 and rows["loss_dapo"].verdict == "lower efficiency"
     assert rows["bf16_head"].dA == pytest.approx(-0.06, abs=1e-5) and rows["bf16_head"].verdict == "lower ceiling"
-    assert rows["agg_sample"].dB > 0 and rows["agg_sample"].verdict == "within margin"
-    assert rows["better"].verdict == "higher ceiling"
+    assert rows["bf16_head"].interval_source == "bootstrap" and rows["bf16_head"].dA_hi < -0.02
+    assert rows["better"].verdict == "higher ceiling" and rows["better"].dA_lo > 0.02
+    # one seed: the bootstrap does not see the seed spread of B at fixed A, so no efficiency verdict
+    assert rows["loss_dapo"].axis == "loss" and rows["loss_dapo"].dA == pytest.approx(0.0, abs=1e-5)
+    assert rows["loss_dapo"].dB < 0 and rows["loss_dapo"].dB_lo <= rows["loss_dapo"].dB <= rows["loss_dapo"].dB_hi
+    assert (rows["loss_dapo"].verdict, rows["loss_dapo"].reason, rows["loss_dapo"].needs) == (
+        "unresolved", "one seed", "more seeds")
+    assert rows["agg_sample"].verdict == "unresolved"
     assert rows["never_ran"].note == "no ok fit" and rows["never_ran"].dA is None
+
+
+def test_efficiency_verdicts_need_seeds_and_the_minimum_effect(tmp_path):
+    sweep = tmp_path / "res" / "loo"
+    _seeds(sweep, "base", 0.61, 2.0)
+    _seeds(sweep, "slow", 0.61, 1.4)
+    _seeds(sweep, "same", 0.61, 2.0)
+    (sweep / "sweep.json").write_text(json.dumps({"name": "loo", "base": "base", "kind": "loo", "variants": [
+        {"name": n, "run": f"{n}_s{k}", "axis": None if n == "base" else n} for n in ("base", "slow", "same")
+        for k in range(3)]}))
+    rows = {c.variant: c for c in fit_results(tmp_path / "res", SETTINGS).comparison if c.kind == "loo"}
+    slow, same = rows["slow"], rows["same"]
+    assert slow.interval_source == "seeds n=3" and slow.verdict == "lower efficiency"
+    assert slow.dB == pytest.approx(-0.6, abs=0.02) and slow.dB_hi < -slow.min_effect_B < 0
+    assert 0.05 * rows["base"].B_fixed <= slow.min_effect_B < 0.2  # 2 x the seed sd of B at fixed A, or the floor
+    assert same.verdict == "within margin" and same.dA_lo >= -0.02 and same.dA_hi <= 0.02
+    assert -same.min_effect_B <= same.dB_lo <= same.dB_hi <= same.min_effect_B
+
+
+@pytest.fixture(scope="module")
+def synthetic_verdicts():
+    """Two synthetic LOO sweeps at paper-scale noise (3 seeds, A jittered by 0.008, point noise 0.005):
+    three null axes, dA = -0.06, dB = -0.7."""
+    effects = {"null0": (0.0, 0.0), "null1": (0.0, 0.0), "null2": (0.0, 0.0), "ceiling": (-0.06, 0.0),
+               "efficiency": (0.0, -0.7)}
+    verdicts = []
+    for seed in range(2):
+        curves, spec = loo_sweep(TABLE1["scalerl"], effects, 3, np.random.default_rng(seed))
+        runs = [fit_curve(c, BOOT) for c in curves]
+        verdicts.append({c.variant: c for c in compare(runs, {"loo": spec}, BOOT) if c.kind == "loo"})
+    return verdicts
+
+
+def test_null_axes_get_no_verdict_and_real_differences_are_found(synthetic_verdicts):
+    for rows in synthetic_verdicts:
+        assert [rows[f"null{i}"].verdict in FINDINGS for i in range(3)] == [False] * 3
+        assert rows["ceiling"].verdict == "lower ceiling" and rows["ceiling"].dA_hi < 0
+        assert rows["efficiency"].verdict == "lower efficiency" and rows["efficiency"].dB_hi < 0
+        assert all(c.interval_source == "seeds n=3" for n, c in rows.items() if n != "base")
 
 
 def test_seed_spread_of_a_multi_seed_variant(loo):

@@ -104,6 +104,12 @@ class Sweep:
         return difference(p.samples(self.settings, a, boot), q.samples(self.settings, a, boot), self.pooled_b(a),
                           self.settings.ci_level)
 
+    def d_b_free(self, p: VariantFit, q: VariantFit) -> Difference:
+        """dB of the free fits (each variant at its own A), from seeds only (no bootstrap draws)."""
+        pooled = Pooled.of([[r.B for r in v.runs] for v in self.identified])
+        return difference(Samples([r.B for r in p.runs], None), Samples([r.B for r in q.runs], None), pooled,
+                          self.settings.ci_level)
+
     def pooled_b(self, a: float) -> Optional[Pooled]:
         return Pooled.of([v.b_values(a, self.settings) for v in self.identified])
 
@@ -173,7 +179,8 @@ def _ranking(name: str, sweep: Sweep, failed: List[str]) -> List[ComparisonRow]:
         b_tiers = [a_tier]
         if len(a_tier) > 1:
             b_tiers = tiers(a_tier, lambda v: _finite(v.b_at(a, s)), lambda v: v.variant,
-                            lambda top, v: efficiency_resolved(sweep.d_b(top, v, a), sweep.effect(a, top.b_at(a, s))))
+                            lambda top, v: efficiency_resolved(sweep.d_b(top, v, a), sweep.d_b_free(top, v),
+                                                               sweep.effect(a, top.b_at(a, s))))
         for u, b_tier in enumerate(b_tiers):
             rank += 1
             for v in b_tier:
@@ -242,7 +249,8 @@ def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noisy: bool) -
             row.min_effect_B = effect
             if base.unidentified and not v.unidentified:
                 row.note = f"base: {base.unidentified}"
-            found = verdict(d_a, d_b, s.margin, effect, not (v.unidentified or base.unidentified), noisy)
+            found = verdict(d_a, d_b, sweep.d_b_free(v, base), s.margin, effect,
+                            not (v.unidentified or base.unidentified), noisy)
             row.verdict, row.reason, row.needs = found.verdict, found.reason, found.needs
         rows.append(row)
     return rows

@@ -249,6 +249,13 @@ class ComparisonRow:
     needs: str = ""
     tie: bool = False
 
+    @property
+    def verdict_text(self) -> str:
+        """The verdict as printed: ``unresolved (reason): needs`` for an unresolved one."""
+        if self.verdict == UNRESOLVED and self.reason:
+            return f"{UNRESOLVED} ({self.reason})" + (f": {self.needs}" if self.needs else "")
+        return self.verdict
+
 
 @dataclass
 class FitResults:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rlscale.fit.noise import eval_noise
-from rlscale.fit.schema import UNRESOLVED, ComparisonRow, FitResults, FitSettings, RunFit, axis_label
+from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
 
 _STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
 
@@ -95,15 +95,8 @@ def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
     for c in rows:
         table.add_row(c.variant, c.axis or "-", _f(c.A, ".3f"), _ci(c.dA, c.dA_lo, c.dA_hi, "+.3f"),
                       _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source,
-                      describe_verdict(c) or c.note)
+                      c.verdict_text or c.note)
     return table
-
-
-def describe_verdict(c: ComparisonRow) -> str:
-    """A LOO row's verdict as printed: ``unresolved (reason): needs ...`` for an unresolved one."""
-    if c.verdict == UNRESOLVED:
-        return f"{UNRESOLVED} ({c.reason}): {c.needs}" if c.needs else f"{UNRESOLVED} ({c.reason})"
-    return c.verdict
 
 
 def _name(r: RunFit, results: FitResults) -> str:

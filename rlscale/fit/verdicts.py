@@ -4,7 +4,11 @@
   dA that excludes 0. With a bootstrap interval (a variant with one seed) the interval does not see the
   run-to-run spread that the paper's margin stands for, so the whole interval must lie beyond the margin.
 - **Efficiency** (``higher``/``lower efficiency``): |dA| within the margin, a seed interval of dB (B refit at
-  the sweep's fixed A) that excludes 0, and |dB| >= the minimum effect. The minimum effect is twice the
+  the sweep's fixed A) that excludes 0, |dB| >= the minimum effect, and the free fits' B (each variant at
+  its own A) differing in the same direction with a seed interval that excludes 0. B at the fixed A absorbs
+  whatever difference in A the margin leaves (at paper-scale noise 0.01 in A moves it by ~0.3, the size of
+  the seed spread), so without the free-B check a null axis whose A drew low reads "lower efficiency"; the
+  check asks for a difference in efficiency, not a leftover difference in ceiling. The minimum effect is twice the
   sweep's pooled seed sd of B at the fixed A (at least 5 % of the base's B): a difference that a single
   pair of runs orders correctly 92 % of the time (Phi(2 / sqrt 2)); a smaller one, however clean its
   interval, is within the seed spread and not a finding. At paper-scale noise (A jittered by 0.008 per
@@ -54,14 +58,16 @@ def ceiling_resolved(d_a: Difference, margin: float) -> bool:
     return d_a.beyond(margin) if d_a.source == BOOTSTRAP else d_a.excludes_zero()
 
 
-def efficiency_resolved(d_b: Optional[Difference], effect: Optional[float]) -> bool:
-    """dB (seed interval) is an efficiency finding: its interval excludes 0 and |dB| >= the minimum effect."""
-    return (d_b is not None and effect is not None and d_b.source.startswith("seeds") and d_b.excludes_zero()
-            and abs(d_b.value) >= effect)
+def efficiency_resolved(d_b: Optional[Difference], d_b_free: Optional[Difference], effect: Optional[float]) -> bool:
+    """dB at the fixed A (seed interval) is an efficiency finding: its interval excludes 0, |dB| >= the minimum
+    effect, and the free fits' dB has the same sign with a seed interval excluding 0."""
+    return (d_b is not None and d_b_free is not None and effect is not None and d_b.source.startswith("seeds")
+            and d_b.excludes_zero() and abs(d_b.value) >= effect and d_b_free.source.startswith("seeds")
+            and d_b_free.excludes_zero() and (d_b_free.value > 0) == (d_b.value > 0))
 
 
-def verdict(d_a: Difference, d_b: Optional[Difference], margin: float, effect: Optional[float],
-            identified: bool, noisy: bool) -> Verdict:
+def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Difference], margin: float,
+            effect: Optional[float], identified: bool, noisy: bool) -> Verdict:
     """The LOO verdict of a reversion vs the base (module docstring)."""
     if not identified:
         return Verdict(UNRESOLVED, NOT_IDENTIFIED, MORE_COMPUTE)
@@ -69,7 +75,7 @@ def verdict(d_a: Difference, d_b: Optional[Difference], margin: float, effect: O
         return Verdict(UNRESOLVED, NO_INTERVAL, MORE_SEEDS)
     if ceiling_resolved(d_a, margin):
         return Verdict(HIGHER_CEILING if d_a.value > 0 else LOWER_CEILING)
-    if abs(d_a.value) <= margin and efficiency_resolved(d_b, effect):
+    if abs(d_a.value) <= margin and efficiency_resolved(d_b, d_b_free, effect):
         return Verdict(HIGHER_EFFICIENCY if d_b.value > 0 else LOWER_EFFICIENCY)
     b_known = d_b is not None and effect is not None and d_b.source.startswith("seeds")
     if d_a.inside(margin) and b_known and d_b.inside(effect):

@@ -22,3 +22,11 @@ def ci(lo: Optional[float], hi: Optional[float], digits: int = 3) -> str:
     if lo is None or hi is None:
         return ""
     return f"[{num(lo, digits)}, {num(hi, digits)}]"
+
+
+def signed_ci(value: Optional[float], lo: Optional[float], hi: Optional[float], digits: int = 3) -> str:
+    """A difference with its interval, "+0.012 [-0.004, +0.028]"; a dash when there is no difference."""
+    if value is None:
+        return DASH
+    text = f"{value:+.{digits}f}"
+    return text if lo is None or hi is None else f"{text} [{lo:+.{digits}f}, {hi:+.{digits}f}]"

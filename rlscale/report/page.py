@@ -12,7 +12,8 @@ from typing import Dict, Tuple
 
 import jinja2
 
-from rlscale.report.formatting import ci, num
+from rlscale.fit.schema import axis_label
+from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
 from rlscale.report.summary import summarize
 
@@ -25,7 +26,7 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
     """The page as a string. ``colors`` maps each run's anchor to its colour in the figures."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num, ci=ci)
+    env.filters.update(num=num, ci=ci, signed_ci=signed_ci, axis_label=axis_label)
     uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
     return env.get_template("report.html.j2").render(
         report=report, summaries=summarize(report), images=uris, colors=colors, logx=logx,

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
+from rlscale.fit.schema import axis_label  # noqa: E402
 from rlscale.report.curves import compute_grid, power_law, sigmoid  # noqa: E402
 from rlscale.report.model import RunView  # noqa: E402
 
@@ -166,8 +167,8 @@ def thin(x: np.ndarray, y: np.ndarray, n: int = 200) -> Tuple[np.ndarray, np.nda
 
 
 def unit(x: str) -> str:
-    return {"gpu_hours": "compute (GPU-hours)", "flops": "compute (FLOPs)", "samples": "samples",
-            "tokens": "tokens", "step": "step"}.get(x, x)
+    """The x axis label: says whether the unit is measured (GPU- or CPU core-hours) or counted."""
+    return axis_label(x)
 
 
 def legend_text(s: str) -> str:

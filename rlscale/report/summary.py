@@ -1,7 +1,10 @@
-"""The report's headline numbers per sweep: runs by state, fits that worked, best variant by A and by B.
+"""The report's headline numbers per sweep: runs by state, fits that worked, best variant by A and by B,
+runs whose A is not identified, and the eval-noise flag.
 
 A (the asymptote) and B (the efficiency exponent) are Eq. 1's parameters (ScaleRL, arXiv 2510.13786);
 the paper compares recipes by A first, and by B when their A fall within the 0.02 margin (App. A.6).
+A run whose A is not identified (at the edge of its range, or ending before its curve bends) is never
+the "highest A".
 """
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from rlscale.fit.noise import eval_noise
+from rlscale.fit.schema import EvalNoise
 from rlscale.report.model import ReportData, RunView, SweepView
 
 
@@ -30,23 +35,28 @@ class SweepSummary:
     best_A: Optional[Best]
     best_B: Optional[Best]
     n_truncation_flagged: int
+    n_unidentified: int = 0
+    noise: Optional[EvalNoise] = None
 
 
 def summarize(report: ReportData) -> List[SweepSummary]:
-    return [_summarize(sweep) for sweep in report.sweeps]
+    return [_summarize(sweep, report.settings.margin) for sweep in report.sweeps]
 
 
-def _summarize(sweep: SweepView) -> SweepSummary:
+def _summarize(sweep: SweepView, margin: float) -> SweepSummary:
     fitted = [run for run in sweep.runs if run.fit_ok]
+    identified = [run for run in fitted if run.fit.A_identified is not False]
     return SweepSummary(
         name=sweep.name,
         n_runs=len(sweep.runs),
         n_planned=sweep.planned,
         n_fit_ok=len(fitted),
         states=dict(sorted(Counter(run.state for run in sweep.runs).items())),
-        best_A=_best(fitted, "A"),
+        best_A=_best(identified, "A"),
         best_B=_best(fitted, "B"),
         n_truncation_flagged=sum(run.truncation_flagged for run in sweep.runs),
+        n_unidentified=len(fitted) - len(identified),
+        noise=eval_noise([run.fit for run in fitted], sweep.name, margin),
     )
 
 

@@ -115,7 +115,7 @@ def write_results(root: Path, plan: List[SyntheticRun], n_train: int = 200, seed
         fits.append(_run_fit(run, eval_x, eval_y, rng))
     for sweep in dict.fromkeys(r.sweep for r in plan):
         atomic_write_json(root / sweep / "sweep.json", _sweep_json(sweep, [r for r in plan if r.sweep == sweep]))
-    settings = FitSettings(method="grid", cutoff_rule=f"x >= {CUTOFF:g} GPU-hours", fit_until=FIT_UNTIL,
+    settings = FitSettings(x="gpu_hours", method="grid", cutoff_rule=f"x >= {CUTOFF:g} GPU-hours", fit_until=FIT_UNTIL,
                            predict_at=[BUDGET])
     results = FitResults(settings, fits, _comparison(fits, settings.margin))
     atomic_write_text(root / FITS_JSON, results.to_json())

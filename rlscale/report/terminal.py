@@ -1,4 +1,5 @@
-"""``rlscale report`` without --html: the summary and each sweep's ranking as terminal tables (rich).
+"""``rlscale report`` without --html: the summary, each sweep's ranking and its LOO verdicts with their
+intervals as terminal tables (rich), and the sweeps whose eval noise exceeds half the margin.
 
 Names and messages are passed as ``rich.text.Text`` so brackets in a variant name are never read as markup.
 """
@@ -8,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rlscale.report.formatting import ci, num
+from rlscale.fit.schema import axis_label
+from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import UNFINISHED_STATES, ReportData
 from rlscale.report.summary import summarize
 
@@ -16,30 +18,49 @@ from rlscale.report.summary import summarize
 def print_summary(report: ReportData, console: Console) -> None:
     s = report.settings
     console.print(Text(f"{report.results_dir}: {len(report.sweeps)} sweeps, {len(report.runs)} runs. "
-                       f"Fit: x={s.x}, cutoff={s.cutoff_rule or '-'}, fit_until={num(s.fit_until, 0)}, "
+                       f"Fit: x={axis_label(s.x)}, cutoff={s.cutoff_rule or '-'}, fit_until={num(s.fit_until, 0)}, "
                        f"method={s.method}, margin on A={s.margin}"))
     overview = Table(title="Sweeps", title_justify="left")
-    for column in ("sweep", "runs", "states", "fits ok", "highest A", "highest B", "truncation > 10 %"):
+    for column in ("sweep", "runs", "states", "fits ok", "A not identified", "highest A", "highest B",
+                   "truncation > 10 %", "eval SE"):
         overview.add_column(column)
-    for sm in summarize(report):
+    summaries = summarize(report)
+    for sm in summaries:
         overview.add_row(*map(Text, (
             sm.name, str(sm.n_runs), " ".join(f"{k}={v}" for k, v in sm.states.items()), str(sm.n_fit_ok),
-            f"{sm.best_A.name} ({num(sm.best_A.value)})" if sm.best_A else "-",
+            str(sm.n_unidentified), f"{sm.best_A.name} ({num(sm.best_A.value)})" if sm.best_A else "-",
             f"{sm.best_B.name} ({num(sm.best_B.value, 2)})" if sm.best_B else "-",
-            str(sm.n_truncation_flagged))))
+            str(sm.n_truncation_flagged), num(sm.noise.median_se, 4) if sm.noise else "-")))
     console.print(overview)
+    for sm in summaries:
+        if sm.noise is not None and sm.noise.flagged:
+            console.print(Text(f"{sm.name}: {sm.noise.describe()}", style="yellow"))
     for sweep in report.sweeps:
-        table = Table(title=f"{sweep.name}: ranking by A (ties within the margin broken by B)", title_justify="left")
+        table = Table(title=f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A ('=': tie)",
+                      title_justify="left")
         for column in ("rank", "variant", "state", "A", "A CI", "B", "C_mid", "fit"):
             table.add_column(column, justify="right" if column in ("rank", "A", "B", "C_mid") else "left")
         for run in sweep.runs:
             row = sweep.rank_of(run)
-            rank = str(row.rank) if row is not None and row.rank is not None else "-"
+            rank = f"{row.rank}{'=' if row.tie else ''}" if row is not None and row.rank is not None else "-"
             f = run.fit
             numbers = ((num(f.A), ci(f.A_lo, f.A_hi), num(f.B, 2), num(f.C_mid, 0)) if run.fit_ok
                        else ("-", "", "-", "-"))
             table.add_row(*map(Text, (rank, run.name, run.state, *numbers, "ok" if run.fit_ok else run.fit_message)))
         console.print(table)
+        if sweep.loo:
+            console.print(_loo_table(sweep))
     stopped = [run for run in report.runs if run.state in UNFINISHED_STATES]
     for run in stopped:
         console.print(Text(f"{run.state}: {run.sweep}/{run.name}: {run.reason}", style="red"))
+
+
+def _loo_table(sweep) -> Table:
+    table = Table(title=f"{sweep.name}: leave-one-out (B at the sweep's fixed A)", title_justify="left")
+    for column in ("variant", "axis", "dA [CI]", "dB [CI]", "interval", "verdict"):
+        table.add_column(column, justify="right" if column.startswith("d") else "left")
+    for row in sweep.loo:
+        table.add_row(*map(Text, (row.variant, row.axis or "-", signed_ci(row.dA, row.dA_lo, row.dA_hi),
+                                  signed_ci(row.dB, row.dB_lo, row.dB_hi, 2), row.interval_source,
+                                  row.verdict_text or row.note)))
+    return table
