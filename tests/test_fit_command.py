@@ -50,14 +50,21 @@ def test_fit_writes_the_three_files_and_the_table(results_dir, tmp_path):
     for row in ok:
         assert float(row["A_lo"]) <= float(row["A"]) <= float(row["A_hi"])
         assert float(row["extrap_abs_err"]) < 0.05 and row["pl_extrap_abs_err"] != ""
-        assert row["cutoff"] == "1500.0" and row["cutoff_rule"] == "paper 1.5k GPU-h"
+        assert float(row["cutoff"]) == pytest.approx(min(1500.0, 0.1 * float(row["fit_until"])))
     with open(out / "comparison.csv") as fh:
         comparison = list(csv.DictReader(fh))
-    assert [c["variant"] for c in comparison if c["rank"]] == ["batch_2048", "scalerl", "gens_8"]
+    # two seeds at this noise, fitted on half of the compute, do not separate: one tier, shown as a tie
+    assert [(c["variant"], c["rank"], c["tie"]) for c in comparison if c["rank"]] == [
+        ("batch_2048", "1", "True"), ("gens_8", "1", "True"), ("scalerl", "1", "True")]
+    assert [c["interval_source"] for c in comparison if c["variant"] != "batch_2048" and c["rank"]] == ["seeds n=2"] * 2
     loaded = FitResults.load(out / "fits.json")
     assert len(loaded.runs) == 7 and loaded.settings.fit_until_frac == 0.5
     assert loaded.runs[1].predictions[0].x == 20000.0 and loaded.runs[1].power_law.A is not None
     assert "A [95% CI] +-0.02" in result.output and "|err| sigmoid/power" in result.output
+    assert "GPU-hours (measured)" in result.output and loaded.settings.x == "gpu_hours"
+    assert loaded.settings.x_requested == "auto"
+    assert {"dA_lo", "dA_hi", "dB_lo", "dB_hi", "interval_source", "reason", "needs", "tie"} <= set(comparison[0])
+    assert {"A_identified", "A_identified_reason", "eval_se"} <= set(rows[0])
     assert "ranked by A" in result.output and "wrote" in result.output
 
 
@@ -66,11 +73,55 @@ def test_default_out_is_the_results_dir(results_dir):
     assert (results_dir / "fits.json").exists() and (results_dir / "comparison.csv").exists()
 
 
-def test_exit_1_when_nothing_fits(tmp_path, results_dir):
+def test_exit_1_when_nothing_fits_and_earlier_outputs_survive(tmp_path, results_dir):
     empty = _invoke(tmp_path)
     assert empty.exit_code == 1 and "no runs found" in empty.output
-    flat_only = _invoke(results_dir / "sweep_a" / "flat", "--out", tmp_path)
-    assert flat_only.exit_code == 1 and (tmp_path / "fits.csv").exists()
+    out = tmp_path / "out"
+    assert _invoke(results_dir, "--out", out, "--n-boot", "0").exit_code == 0
+    before = {name: (out / name).read_bytes() for name in ("fits.json", "fits.csv", "comparison.csv")}
+    flat_only = _invoke(results_dir / "sweep_a" / "flat", "--out", out)
+    assert flat_only.exit_code == 1 and "no run fitted: nothing written" in flat_only.output
+    assert {name: (out / name).read_bytes() for name in before} == before
+
+
+def test_a_mistyped_metric_is_one_line_listing_the_metrics_and_writes_nothing(results_dir, tmp_path):
+    out = tmp_path / "out"
+    for option, value in (("--y", "val_rewards"), ("--x", "core_hours")):
+        result = _invoke(results_dir, option, value, "--out", out)
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+        assert f"{option} '{value}' is in no eval line; eval metrics found: flops, gpu_hours" in result.output
+        assert "val_reward" in result.output and not out.exists()
+
+
+def _cpu_run(folder, x, y, core_hours):
+    """A run as the trainer writes it on CPU: counted flops and measured core_hours, no gpu_hours."""
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text("seed: 0\n")
+    (folder / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": i, "kind": "eval", "flops": float(c) * 1e15, "core_hours": float(h),
+                    "val_reward": float(r), "val_reward_se": 0.004, "val_samples": 2000}) + "\n"
+        for i, (c, r, h) in enumerate(zip(x, y, core_hours))))
+
+
+def test_identical_curves_with_perturbed_measured_times_give_identical_fits(tmp_path):
+    """The default --x auto picks flops when the runs carry no gpu_hours (CPU), so a run slowed by load
+    fits exactly like its twin; with --x core_hours the fitted points are still the same evals."""
+    from rlscale.fit.api import fit_results
+    from rlscale.fit.schema import FitSettings
+
+    x, y = synthetic_curve(TABLE1["scalerl"], 40, 0.01, np.random.default_rng(4))
+    slow = np.maximum.accumulate(x * np.random.default_rng(5).uniform(0.8, 1.3, x.size)) / 3600
+    roots = []
+    for name, hours in (("quiet", x / 3600), ("loaded", slow)):
+        roots.append(tmp_path / name)
+        _cpu_run(roots[-1] / "sweep" / "scalerl", x, y, hours)
+    fits = [fit_results(root, FitSettings(n_boot=20)).runs[0] for root in roots]
+    assert fits[0].x == fits[1].x == "flops" and fits[0].t_axis == "flops"
+    key = ("A", "B", "C_mid", "A_lo", "A_hi", "n_points", "cutoff", "A_identified", "eval_se", "eval_samples")
+    assert [getattr(fits[0], k) for k in key] == [getattr(fits[1], k) for k in key]
+    assert fits[0].eval_se == 0.004 and fits[0].eval_samples == 2000
+    measured = [fit_results(root, FitSettings(x="core_hours", n_boot=0)).runs[0] for root in roots]
+    assert measured[0].n_points == measured[1].n_points and measured[0].A != measured[1].A
 
 
 @pytest.mark.parametrize("args, option", [

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rlscale.fit.api import SourceError, fit_results
+from rlscale.fit.api import MetricError, SourceError, fit_results
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.schema import FitSettings
 from rlscale.fit.synthetic import TABLE1, synthetic_curve, write_run
@@ -164,5 +164,6 @@ def test_per_task_metric_of_a_multi_task_run(tmp_path):
     for key, spec in (("val_reward/math", TABLE1["math"]), ("val_reward/code", TABLE1["code"])):
         fit = fit_results(tmp_path / "mt", FitSettings(y=key, n_boot=0)).runs[0]
         assert (fit.A, fit.B) == pytest.approx((spec.A, spec.B), rel=1e-4)
-    missing = fit_results(tmp_path / "mt", FitSettings(y="val_reward/chem", n_boot=0)).runs[0]
-    assert missing.status == "no_data" and "val_reward/chem" in missing.message
+    with pytest.raises(MetricError, match="'val_reward/chem' is in no eval line; eval metrics found: gpu_hours, "
+                                          "step, val_reward, val_reward/code, val_reward/math"):
+        fit_results(tmp_path / "mt", FitSettings(y="val_reward/chem", n_boot=0))

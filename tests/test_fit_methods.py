@@ -60,7 +60,7 @@ def table1_fits():
     for name, spec in TABLE1.items():
         for seed in SEEDS:
             x, y = synthetic_curve(spec, POINTS[seed], 0.01, np.random.default_rng(seed))
-            xf, yf, space = _fit_window_points(x, y, FitSettings())
+            xf, yf, space = _fit_window_points(x, y, FitSettings(x="gpu_hours"))
             fits[name, seed] = fit_fast(xf, yf, y[0], space)
     return fits
 
@@ -97,8 +97,8 @@ def test_extrapolation_from_half_the_compute(name):
     predicted, truth = [], None
     for seed in SEEDS:
         x, y = synthetic_curve(spec, POINTS[seed], 0.01, np.random.default_rng(seed))
-        xf, yf, space = _fit_window_points(x, y, FitSettings(fit_until_frac=0.5))
-        assert xf.max() <= x[-1] / 2
+        xf, yf, space = _fit_window_points(x, y, FitSettings(x="gpu_hours", fit_until_frac=0.5))
+        assert xf.max() <= x[-1] / 2 * (1 + 1e-9)
         fit = fit_fast(xf, yf, y[0], space)
         predicted.append(float(sigmoid(x[-1], y[0], fit.A, fit.B, fit.C_mid)))
         truth = float(sigmoid(x[-1], R0, spec.A, spec.B, spec.C_mid))
@@ -112,18 +112,18 @@ def test_fast_is_never_worse_than_the_paper_grid():
     coarse = SearchSpace(a_lo=0.45, a_hi=0.80, a_step=0.05, c_lo=100.0, c_hi=40000.0, c_n=12)
     for i, spec in enumerate(TABLE1.values()):
         x, y = synthetic_curve(spec, 60, 0.01, np.random.default_rng(100 + i))
-        xf, yf, fast_space = _fit_window_points(x, y, FitSettings())
+        xf, yf, fast_space = _fit_window_points(x, y, FitSettings(x="gpu_hours"))
         fast = fit_fast(xf, yf, y[0], fast_space)
         assert fast.sse <= fit_paper(xf, yf, y[0], coarse).sse * (1 + 1e-9)
         fixed = 0.6
         assert (fit_fast(xf, yf, y[0], fast_space.with_fixed_a(fixed), start=(fast.C_mid, fast.B)).sse
                 <= fit_paper(xf, yf, y[0], coarse.with_fixed_a(fixed)).sse * (1 + 1e-9))
     x, y = synthetic_curve(TABLE1["scalerl"], 60, 0.01, np.random.default_rng(7))
-    xf, yf, paper_space = _fit_window_points(x, y, FitSettings(method="paper"))
+    xf, yf, paper_space = _fit_window_points(x, y, FitSettings(x="gpu_hours", method="paper"))
     assert len(paper_space.a_values()) == 71 and len(paper_space.c_values()) == 100
     paper = fit_paper(xf, yf, y[0], paper_space)
     assert paper.A in paper_space.a_values() and paper.C_mid in paper_space.c_values()
-    assert fit_fast(xf, yf, y[0], _fit_window_points(x, y, FitSettings())[2]).sse <= paper.sse * (1 + 1e-9)
+    assert fit_fast(xf, yf, y[0], _fit_window_points(x, y, FitSettings(x="gpu_hours"))[2]).sse <= paper.sse * (1 + 1e-9)
 
 
 def test_power_law_recovers_its_own_form_and_hits_its_ceiling_on_a_sigmoid():
@@ -139,7 +139,7 @@ def test_power_law_recovers_its_own_form_and_hits_its_ceiling_on_a_sigmoid():
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_estimate():
     x, y = synthetic_curve(TABLE1["scalerl"], 60, 0.01, np.random.default_rng(3))
-    xf, yf, space = _fit_window_points(x, y, FitSettings())
+    xf, yf, space = _fit_window_points(x, y, FitSettings(x="gpu_hours"))
     point = fit_fast(xf, yf, y[0], space)
     runs = [bootstrap_ci(xf, yf, y[0], space, point, [8000.0, 32000.0], 50, 0.9, np.random.default_rng(5))
             for _ in range(2)]
@@ -153,12 +153,12 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_estimate():
 
 def test_window_rules():
     long_run = np.linspace(0, 16000, 41)
-    paper = fit_window(long_run, FitSettings())
-    assert (paper.cutoff, paper.rule, paper.paper_scale) == (1500.0, "paper 1.5k GPU-h", True)
-    short = fit_window(np.linspace(0, 0.08, 13), FitSettings())
-    assert short.cutoff == pytest.approx(0.008) and not short.paper_scale and short.rule.startswith("short run")
+    paper = fit_window(long_run, FitSettings(x="gpu_hours"))
+    assert (paper.cutoff, paper.rule, paper.c_scale) == (1500.0, "paper 1.5k GPU-h", 1.0)
+    short = fit_window(np.linspace(0, 0.08, 13), FitSettings(x="gpu_hours"))
+    assert short.cutoff == pytest.approx(0.008) and short.rule == "10% of run"
     flops = fit_window(long_run * 1e15, FitSettings(x="flops"))
-    assert flops.cutoff == pytest.approx(1.6e18) and not flops.paper_scale
+    assert flops.cutoff == pytest.approx(1.6e18) and flops.c_scale == pytest.approx(1e15)
     until = fit_window(long_run, FitSettings(fit_until_frac=0.25))
     assert until.fit_until == 4000.0 and until.length == 4000.0 and until.cutoff == pytest.approx(400.0)
     assert fit_window(long_run, FitSettings(min_compute=3000.0)).cutoff == 3000.0
@@ -167,10 +167,38 @@ def test_window_rules():
 
 
 def test_search_space_rescales_the_paper_grid():
-    paper = search_space(FitSettings(method="paper"), fit_window(np.linspace(0, 16000, 41), FitSettings()))
+    paper = search_space(FitSettings(method="paper"), fit_window(np.linspace(0, 16000, 41), FitSettings(x="gpu_hours")))
     assert (paper.a_lo, paper.a_hi, paper.c_lo, paper.c_hi, paper.c_n) == (0.45, 0.8, 100.0, 40000.0, 100)
     short = search_space(FitSettings(), fit_window(np.linspace(0, 0.08, 13), FitSettings()))
     assert (short.c_lo, short.c_hi) == pytest.approx((0.08 / 160, 0.08 * 2.5))
     assert (short.a_lo, short.a_hi) == (0.0, 1.0)
     fixed = search_space(FitSettings(c_mid_grid=[1.0, 2.0, 5]), fit_window(np.linspace(0, 9, 4), FitSettings()))
     assert list(fixed.c_values()) == [1.0, 1.25, 1.5, 1.75, 2.0]
+
+
+def test_default_cutoff_is_continuous_in_the_run_length():
+    """Property test: over run lengths around the paper's 15k (where 10 % reaches 1.5k) and its old 6k switch,
+    the cutoff and the C_mid grid move by no more than the length does (no jump)."""
+    rng = np.random.default_rng(0)
+    for unit in ("gpu_hours", "core_hours", "flops"):
+        lengths = np.sort(np.concatenate([rng.uniform(100, 60000, 400), [5999.9, 6000.0, 14999.9, 15000.0]]))
+        cut = [fit_window(np.array([0.0, 0.5 * n, n]), FitSettings(x=unit)) for n in lengths]
+        cutoffs, scales = np.array([w.cutoff for w in cut]), np.array([w.c_scale for w in cut])
+        steps = np.diff(lengths)
+        assert np.all(np.abs(np.diff(cutoffs)) <= 0.1 * steps + 1e-9)
+        assert np.all(np.abs(np.diff(scales)) <= steps / 6000 + 1e-12)
+    assert fit_window(np.array([0.0, 5800.0]), FitSettings(x="gpu_hours")).cutoff == pytest.approx(580.0)
+    assert fit_window(np.array([0.0, 6000.0]), FitSettings(x="gpu_hours")).cutoff == pytest.approx(600.0)
+    assert fit_window(np.array([0.0, 40000.0]), FitSettings(x="gpu_hours")).cutoff == 1500.0
+
+
+def test_window_is_decided_on_the_deterministic_axis():
+    """The same evals with measured times perturbed (as under load) keep the same fitted points."""
+    steps = np.arange(0, 101, 5, dtype=float)
+    hours = steps * 0.01
+    perturbed = hours * np.r_[1.0, np.random.default_rng(1).uniform(0.85, 1.15, steps.size - 1)]
+    perturbed = np.maximum.accumulate(perturbed)
+    masks = [fit_window(x, FitSettings(x="core_hours"), steps).mask(x, steps) for x in (hours, perturbed)]
+    assert list(masks[0]) == list(masks[1]) and list(steps[masks[0]])[0] == 10.0
+    until = [fit_window(x, FitSettings(x="core_hours", fit_until_frac=0.5), steps) for x in (hours, perturbed)]
+    assert [list(w.beyond(x, steps)) for w, x in zip(until, (hours, perturbed))] == [list(steps > 50)] * 2
