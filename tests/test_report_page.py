@@ -96,3 +96,44 @@ def test_run_panels_come_24_to_a_page(tmp_path):
         kept = [(page.kind, page.keep_top, sum(ax.get_visible() for ax in page.figure.axes)) for page in pages]
     assert [(kind, visible) for kind, _, visible in kept] == [("runs", 24), ("runs-2", 6)]
     assert kept[1][1] < kept[0][1]  # the second page is cropped to its two rows
+
+
+def test_verdicts_show_their_intervals_and_the_flags(tmp_path):
+    """LOO verdicts with their intervals and reasons, ties, A not identified and eval noise reach the page
+    and the terminal; a run whose A is not identified is never the "highest A"."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from rlscale.report.summary import summarize
+    from rlscale.report.terminal import print_summary
+
+    root = tmp_path / "results"
+    fits = write_results(root, synthetic_plan(n_runs=6, n_sweeps=1, n_loo_sweeps=1, edge_cases=False), n_train=5)
+    loo = [r for r in fits.runs if r.sweep == "loo-0" and r.A is not None]
+    top = max(loo, key=lambda r: r.A)
+    runs = [replace(r, A_identified=r is not top, A_identified_reason="" if r is not top else
+                    "A's interval reaches the edge of its range [0, 1]", eval_se=0.02, eval_samples=512)
+            for r in fits.runs]
+    rows = [ComparisonRow(kind="loo", sweep="loo-0", variant=top.variant, axis="precision", dA=0.031, dA_lo=-0.004,
+                          dA_hi=0.066, dB=-0.4, dB_lo=-0.9, dB_hi=0.1, interval_source="bootstrap",
+                          verdict="unresolved", reason="A not identified", needs="more compute"),
+            ComparisonRow(kind="loo", sweep="loo-0", variant="other", axis="loss", dA=-0.061, dA_lo=-0.075,
+                          dA_hi=-0.047, dB=0.1, dB_lo=-0.2, dB_hi=0.4, min_effect_B=0.41,
+                          interval_source="seeds n=3", verdict="lower ceiling"),
+            ComparisonRow(kind="rank", sweep="loo-0", variant=loo[0].variant, rank=1, tie=True, A=0.6)]
+    report = load_report(root, FitResults(fits.settings, runs, [c for c in fits.comparison if c.kind != "loo"] + rows))
+    summary = next(s for s in summarize(report) if s.name == "loo-0")
+    assert summary.best_A.name != top.variant and summary.n_unidentified == 1
+    assert summary.noise.flagged and summary.noise.samples_needed == pytest.approx(512 * 4)
+    html = write_report(report, html=tmp_path / "report.html").html.read_text()
+    for text in ("unresolved (A not identified): more compute", "+0.031 [-0.004, +0.066]", "-0.061 [-0.075, -0.047]",
+                 "seeds n=3", "bootstrap", "0.41", "about 2,048 eval samples (now 512)", "A not identified: A&#39;s",
+                 "GPU-hours (measured)", "1= <span class=\"tie\">tie</span>"):
+        assert text in html, text
+    console = Console(record=True, width=250)
+    print_summary(report, console)
+    terminal = console.export_text()
+    for text in ("unresolved (A not identified): more compute", "+0.031 [-0.004, +0.066]", "lower ceiling",
+                 "eval noise: median SE 0.02 > 0.01", "1=", "GPU-hours (measured)"):
+        assert text in terminal, text

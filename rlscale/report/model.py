@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from rlscale.fit.curves import resolve_x
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
 from rlscale.report.pool import parallel_map
 from rlscale.results import RunDir, find_runs, read_metrics, read_status
@@ -203,10 +204,11 @@ def _run_view(job: RunJob) -> RunView:
     by_kind: Dict[str, List[dict]] = {"train": [], "eval": []}
     for rec in records:
         by_kind.setdefault(rec.get("kind", "train"), []).append(rec)
+    x_unit = resolve_x(job.x_unit, [by_kind["eval"]])  # "auto" only when there are no fits to say which
     train = {metric: series for metric in DIAGNOSTICS
-             if len((series := _series(by_kind["train"], job.x_unit, metric)).x)}
+             if len((series := _series(by_kind["train"], x_unit, metric)).x)}
     fit_points = _fit_points(fit)
-    evals = fit_points if len(fit_points.x) else _series(by_kind["eval"], job.x_unit, job.y_name)
+    evals = fit_points if len(fit_points.x) else _series(by_kind["eval"], x_unit, job.y_name)
     return RunView(job.anchor, sweep, variant, name, run_dir.path, fit, str(status.get("state", "unknown")),
                    str(status.get("reason", "")), config_text, evals, train, warnings)
 
