@@ -77,6 +77,14 @@ def rates(c: Counter) -> List[float]:
     return [c["false"] / c["null"], c["ceiling_found"] / c["ceiling"], c["efficiency_found"] / c["efficiency"]]
 
 
+def _cpu_model() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown CPU")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=int, default=40)
@@ -102,9 +110,8 @@ def main() -> None:
                             cwd=Path(__file__).parent).stdout.strip()
     head = [f"# verdict_bench: {args.sweeps} synthetic LOO sweeps per seed count, {NULL_AXES} null axes each",
             "",
-            f"{datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()} {platform.processor() or ''} "
-            f"({platform.node()}), commit {commit}; fast method, --n-boot {args.n_boot}, "
-            f"{len(EFFECTS) + 1} variants per sweep; process CPU {cpu:.0f} s.", ""]
+            f"{datetime.now(timezone.utc):%Y-%m-%d}, {_cpu_model()} ({platform.machine()}), commit {commit}; fast "
+            f"method, --n-boot {args.n_boot}, {len(EFFECTS) + 1} variants per sweep; process CPU {cpu:.0f} s.", ""]
     text = "\n".join(head + lines) + "\n"
     print(text)
     if args.out is not None:

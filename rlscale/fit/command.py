@@ -73,7 +73,7 @@ def fit_command(
             results = fit_results(results_dir, settings, jobs=jobs or os.cpu_count() or 1,
                                   progress=lambda done, total: status.update(f"fitting run {done}/{total}"))
     except (UsageError, SourceError) as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     if not results.runs:
         err.print(f"no runs found under {results_dir}", markup=False, highlight=False)
