@@ -57,14 +57,20 @@ def test_a_not_identified_is_never_ranked_first_nor_in_the_fixed_a(tmp_path):
     sweep = tmp_path / "res" / "loo"
     _write(sweep, "base", 0.61, 2.0)
     _write(sweep, "late", 0.70, 2.0, c_mid=30000.0)  # ends at 16k, before its curve bends at 30k
+    _write(sweep, "edge", 1.3, 1.0, c_mid=12000.0)  # a ceiling beyond Eq. 1's [0, 1]: A fits at 1
     (sweep / "sweep.json").write_text(json.dumps({"name": "loo", "base": "base", "kind": "loo", "variants": [
-        {"name": "base", "run": "base", "axis": None}, {"name": "late", "run": "late", "axis": "length"}]}))
+        {"name": "base", "run": "base", "axis": None}, {"name": "late", "run": "late", "axis": "length"},
+        {"name": "edge", "run": "edge", "axis": "precision"}]}))
     fitted = fit_results(tmp_path / "res", BOOT)
     late = next(r for r in fitted.runs if r.variant == "late")
     assert late.A_identified is False and "before its curve bends" in late.A_identified_reason
+    edge = next(r for r in fitted.runs if r.variant == "edge")
+    assert edge.A == pytest.approx(1.0) and edge.A_identified is False
+    assert edge.A_identified_reason == "A's interval reaches the edge of its range [0, 1]"
     assert next(r for r in fitted.runs if r.variant == "base").A_identified is True
     rank = {c.variant: c for c in fitted.comparison if c.kind == "rank"}
     assert rank["base"].rank == 1 and rank["late"].rank is None and rank["late"].reason == "A not identified"
+    assert rank["edge"].rank is None and rank["edge"].note.startswith("not ranked: A's interval reaches the edge")
     loo = {c.variant: c for c in fitted.comparison if c.kind == "loo"}
     assert loo["late"].A_fixed == pytest.approx(0.61, abs=1e-4)  # the base alone
     assert (loo["late"].verdict, loo["late"].reason, loo["late"].needs) == ("unresolved", "A not identified",
