@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 SHORT = ["offpolicy=ppo", "offpolicy.k=2", "batch.prompts=8", "batch.generations=4", "task.val_size=40",
          "trainer.eval_samples=2", "trainer.eval_every=2", "trainer.checkpoint_every=3", "trainer.max_steps=8",
          "engine.threads=1"]
-TIMING_KEYS = {"gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s", "generator_idle_frac",
+TIMING_KEYS = {"core_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s", "generator_idle_frac",
                "weight_sync_s", "queue_depth"}  # measured times differ between runs; all else must match
 
 
