@@ -26,7 +26,8 @@ POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer
             "task.train_size", "task.val_size", "optim.lr", "model.hidden_size", "model.num_layers",
             "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size")
 NON_NEGATIVE = ("batch.micro_batch", "offpolicy.k", "offpolicy.update_every_tokens", "optim.weight_decay",
-                "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads")
+                "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads",
+                "curriculum.pool_size")
 
 
 def _get(cfg: DictConfig, dotted: str):
@@ -62,6 +63,13 @@ def validate(cfg: DictConfig) -> List[str]:
         problems.append(f"field 'loss.tis_cap': must be > 0 or null, got {cfg.loss.tis_cap}")
     if not 0 < cfg.curriculum.threshold <= 1:
         problems.append(f"field 'curriculum.threshold': must be in (0, 1], got {cfg.curriculum.threshold}")
+    if cfg.curriculum.pool_size > cfg.task.train_size:
+        problems.append(f"field 'curriculum.pool_size': must be <= task.train_size ({cfg.task.train_size}), "
+                        f"got {cfg.curriculum.pool_size}")
+    budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
+    if not 0 < cfg.length.l_cache <= cfg.length.l_max <= budget:
+        problems.append(f"field 'length.l_cache': need 0 < l_cache <= l_max <= max_think_tokens + "
+                        f"max_answer_tokens ({budget}), got l_cache={cfg.length.l_cache}, l_max={cfg.length.l_max}")
     lo, hi = (list(cfg.length.window) + [0, 0])[:2]
     if len(cfg.length.window) != 2 or not 0 < lo <= hi:
         problems.append(f"field 'length.window': must be [lo, hi] with 0 < lo <= hi, got {list(cfg.length.window)}")

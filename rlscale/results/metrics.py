@@ -1,8 +1,9 @@
 """metrics.jsonl: appended one line at a time, never rewritten.
 
 Each line carries ``step``, ``kind`` ("train" | "eval") and the compute so far in every unit:
-``gpu_hours`` (device-seconds / 3600; CPU: core-seconds), ``flops``, ``samples``, ``tokens``. Eval
-lines add ``val_reward`` and ``val_samples``. Readers tolerate a torn last line (a killed writer) and
+``gpu_hours`` on CUDA (device wall-seconds x devices / 3600) or ``core_hours`` on CPU (process
+CPU-seconds / 3600), never both; analytic ``flops``, ``samples``, ``tokens`` always. Eval lines add
+``val_reward``, its standard error over prompts ``val_reward_se`` and ``val_samples``. Readers tolerate a torn last line (a killed writer) and
 duplicate steps after a resume (the last line for a (kind, step) wins).
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-COMPUTE_UNITS = ("gpu_hours", "flops", "samples", "tokens", "step")
+COMPUTE_UNITS = ("gpu_hours", "core_hours", "flops", "samples", "tokens", "step")
 
 
 class MetricsLog:

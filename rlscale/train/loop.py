@@ -69,7 +69,7 @@ def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Component
     gen_tokens = sum(len(c.tokens) for c in completions)
     truncation = sum(c.truncated for c in completions) / n
     record = {
-        "step": step, "kind": "train", **comps.meter.totals.as_metrics(),
+        "step": step, "kind": "train", **comps.meter.as_metrics(),
         "reward": sum(rewards) / n, "pass_rate": sum(correct) / n, "truncation_rate": truncation,
         "interruption_rate": sum(c.interrupted for c in completions) / n,
         "response_tokens_mean": gen_tokens / n, "entropy": result.entropy, "loss": result.loss,
@@ -127,8 +127,9 @@ class RunLoop:
     def evaluate(self, metrics: MetricsLog) -> None:
         c, t = self.comps, self.cfg.trainer
         result = evaluate(c.task, c.tok, c.generator, c.task.val_problems(), t.eval_samples, self.cfg.seed, self.step)
-        metrics.append({"step": self.step, "kind": "eval", **c.meter.totals.as_metrics(),
-                        "val_reward": result.val_reward, "val_samples": result.val_samples,
+        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(),
+                        "val_reward": result.val_reward, "val_reward_se": result.val_reward_se,
+                        "val_samples": result.val_samples,
                         "val_truncation_rate": result.truncation_rate})
 
     def update(self) -> dict:
