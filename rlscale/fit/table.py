@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
+from rlscale.results.names import printable, shown
 
 _STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
 
@@ -21,7 +22,7 @@ def render(results: FitResults, console: Console) -> None:
     console.print(_runs_table(results))
     for r in results.runs:
         if r.message:
-            console.print(f"  {_name(r, results)}: {r.message}", markup=False, highlight=False)
+            console.print(printable(f"  {_name(r, results)}: {r.message}"), markup=False, highlight=False)
     for sweep in sorted({c.sweep for c in results.comparison}):
         rows = [c for c in results.comparison if c.sweep == sweep]
         console.print(_ranking_table(sweep, [c for c in rows if c.kind == "rank"], results))
@@ -45,7 +46,7 @@ def _runs_table(results: FitResults) -> Table:
     for col in columns:
         table.add_column(col, justify="left" if col in ("run", "status") else "right")
     for r in results.runs:
-        row = [_name(r, results), str(r.n_points), _f(r.cutoff, ".4g"), _f(r.R0, ".3f"),
+        row = [shown(_name(r, results)), str(r.n_points), _f(r.cutoff, ".4g"), _f(r.R0, ".3f"),
                _ci(r.A, r.A_lo, r.A_hi, ".3f"),
                _ci(r.B, r.B_lo, r.B_hi, ".2f"), _f(r.C_mid, ".4g"), _f(r.r2, ".3f")]
         if extrap:
@@ -61,25 +62,25 @@ def _runs_table(results: FitResults) -> Table:
 
 def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -> Table:
     s: FitSettings = results.settings
-    table = Table(title=f"{sweep or 'runs'}: ranked by A; within +-{s.margin:g}, by B refit at the pair's mean A")
+    table = Table(title=f"{shown(sweep or 'runs')}: ranked by A; within +-{s.margin:g}, by B refit at the pair's mean A")
     for col in ("#", "variant", "A (seed sd)", "B (seed sd)", "C_mid", "note"):
         table.add_column(col, justify="left" if col in ("variant", "note") else "right")
     spread = {(r.sweep, r.variant): r for r in results.runs if r.seed_std_A is not None}
     for c in rows:
         seeds = spread.get((c.sweep, c.variant))
-        table.add_row(_f(c.rank, "d"), c.variant, _f(c.A, ".3f") + (f" ({seeds.seed_std_A:.3f})" if seeds else ""),
-                      _f(c.B, ".2f") + (f" ({seeds.seed_std_B:.2f})" if seeds else ""), _f(c.C_mid, ".4g"), c.note)
+        table.add_row(_f(c.rank, "d"), shown(c.variant), _f(c.A, ".3f") + (f" ({seeds.seed_std_A:.3f})" if seeds else ""),
+                      _f(c.B, ".2f") + (f" ({seeds.seed_std_B:.2f})" if seeds else ""), _f(c.C_mid, ".4g"), shown(c.note))
     return table
 
 
 def _loo_table(sweep: str, rows: List[ComparisonRow]) -> Table:
     a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
-    table = Table(title=f"{sweep}: leave-one-out, B refit with A fixed at the sweep mean {_f(a_fixed, '.3f')}")
+    table = Table(title=f"{shown(sweep)}: leave-one-out, B refit with A fixed at the sweep mean {_f(a_fixed, '.3f')}")
     for col in ("variant", "axis", "A", "dA", "B@A", "dB", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "dA", "B@A", "dB") else "left")
     for c in rows:
-        table.add_row(c.variant, c.axis or "-", _f(c.A, ".3f"), _f(c.dA, "+.3f"), _f(c.B_fixed, ".2f"),
-                      _f(c.dB, "+.2f"), c.verdict or c.note)
+        table.add_row(shown(c.variant), shown(c.axis or "-"), _f(c.A, ".3f"), _f(c.dA, "+.3f"), _f(c.B_fixed, ".2f"),
+                      _f(c.dB, "+.2f"), shown(c.verdict or c.note))
     return table
 
 
