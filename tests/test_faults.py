@@ -172,6 +172,24 @@ def test_a_second_sweep_on_a_held_sweep_folder_refuses_and_writes_nothing(workdi
     assert cli("sweep", f"conf={spec}", "--dry-run").exit_code == 0  # the stale lock is taken over
 
 
+def test_a_sweep_skips_a_run_folder_another_process_trains(workdir):
+    spec = write_spec(workdir, {"dapo": ["loss=dapo"]})
+    assert cli("sweep", f"conf={spec}", "--dry-run").exit_code == 0
+    run_dir = workdir / "results" / "mini" / "dapo"
+    mine = json.dumps({"state": "running", "reason": "", "pid": 1})
+    (run_dir / "status.json").write_text(mine)
+    holder = hold_lock(run_dir)
+    try:
+        assert cli("sweep", f"conf={spec}", "--dry-run").exit_code == 0
+        assert (run_dir / "status.json").read_text() == mine  # not reset to pending
+        forced = cli("sweep", f"conf={spec}", "--dry-run", "--force")
+        assert forced.exit_code == 2
+        one_line_error(forced, str(run_dir), f"pid {holder.pid}", "stop it before --force")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 # -- 3, 4. bad metrics lines are isolated, and cost bounded time, memory and message --------------------------
 
 BAD_LINES = ['{"step": "30", "kind": "eval", "gpu_hours": 5, "val_reward": 0.5}',

@@ -70,6 +70,24 @@ class FolderLock:
             self._fd = None
 
 
+def held_by(folder: Path) -> Optional[str]:
+    """Who holds ``folder``'s lock ('pid N on host H (command)'), or None when nobody does. Probes with a
+    shared lock for an instant and creates nothing."""
+    try:
+        fd = os.open(Path(folder) / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return describe(_read(fd))
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read(fd: int) -> Optional[dict]:
     try:
         data = json.loads(os.pread(fd, 4096, 0).decode("utf-8", errors="replace") or "null")

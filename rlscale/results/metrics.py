@@ -81,7 +81,7 @@ class _Skips:
             if n == 1:
                 out.append(f"{name}: {reason} skipped (line {where})")
             else:
-                out.append(f"{name}: {n} {reason}s skipped (first at lines {where})")
+                out.append(f"{name}: {n} {reason.replace('line', 'lines', 1)} skipped (first at lines {where})")
         return out
 
 

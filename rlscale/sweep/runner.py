@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rlscale.results import RunState, atomic_write_text, read_status, write_status
+from rlscale.results.lock import held_by
 from rlscale.sweep.dispatch import alive, submit
 from rlscale.sweep.expand import expand
 from rlscale.sweep.resolve import ResolvedRun, resolve_runs, results_root
@@ -78,10 +79,15 @@ def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple
         name, job = run.run.name, record.jobs.get(run.run.name)
         state = read_status(run.run_dir)["state"]
         busy = job in live and state not in FINAL_STATES  # a finished run's job may still run other runs
+        holder = held_by(run.run_dir)  # e.g. an `rlscale run --run-dir` started by hand
         if request.force:
-            if job in live:
-                raise SpecError(f"{run.run_dir}: job {job} is still alive; cancel it before --force")
+            if job in live or holder:
+                raise SpecError(f"{run.run_dir}: {f'job {job}' if job in live else holder} is still running it; "
+                                "stop it before --force")
             plan.submit.append(run)
+            continue
+        if holder and not busy:
+            plan.skipped[name] = f"in use by {holder}"
             continue
         conflict = config_conflict(run)
         if conflict and busy:
