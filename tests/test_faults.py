@@ -273,6 +273,17 @@ def test_a_failed_slurm_submission_marks_the_runs_failed(workdir, monkeypatch):
     assert "pending" not in status.output and status.output.count("failed") >= 2
 
 
+@pytest.mark.slurm
+def test_a_real_slurm_refusing_the_array_marks_the_runs_failed(slurm_cluster, workdir):
+    spec = write_spec(workdir, {"dapo": ["loss=dapo"]})
+    result = cli("sweep", f"conf={spec}", "launcher=slurm", "launcher.partition=no_such_partition", "--detach")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1].startswith("error: ")
+    for run in ("base", "dapo"):
+        status = json.loads((workdir / "results" / "mini" / run / "status.json").read_text())
+        assert status["state"] == "failed" and "partition" in status["reason"]
+
+
 # -- 6. status notices a dead standalone run --------------------------------------------------------------------
 
 def test_status_shows_a_killed_run_as_failed(finished):

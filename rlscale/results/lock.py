@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from rlscale.results.names import printable
 from rlscale.results.process import command_line, host
 
 LOCK_FILE = ".rlscale.lock"
+log = logging.getLogger("rlscale.lock")
 
 
 class FolderBusy(Refused):
@@ -56,6 +58,9 @@ class FolderLock:
             raise
         self._fd = fd
         self.took_over = _read(fd)
+        if self.took_over:
+            log.warning("%s: took over the lock of %s, which ended without releasing it", self.folder,
+                        describe(self.took_over))
         record = {"pid": os.getpid(), "host": host(), "command": command_line(), "since": time.time(),
                   "what": self.what}
         os.ftruncate(fd, 0)
