@@ -18,6 +18,7 @@ from typing import Dict, Optional, Tuple
 import submitit
 
 from rlscale.results import RunState, read_status, write_status
+from rlscale.results.lock import FolderBusy
 
 FINISHED = (RunState.DONE.value, RunState.DIVERGED.value)
 
@@ -42,12 +43,15 @@ class RunJob(submitit.helpers.Checkpointable):
                 _limit_threads(self.threads)  # per run: a PipelineRL run splits the budget it finds
                 try:
                     state = train_run_dir(run_dir)
+                except FolderBusy as err:  # another process trains it: leave its status.json alone
+                    state = f"busy: {err}"
                 except Exception as err:  # one crashing run never stops the others
                     state = RunState.FAILED.value
                     write_status(run_dir, RunState.FAILED, f"{type(err).__name__}: {' '.join(str(err).split())}")
             states[run_dir.name] = state
         self.current = None
-        failed = sorted(name for name, state in states.items() if state == RunState.FAILED.value)
+        failed = sorted(name for name, state in states.items() if state == RunState.FAILED.value
+                        or state.startswith("busy"))
         if failed:
             raise RuntimeError(f"failed runs: {', '.join(failed)} (see their status.json)")
         return states

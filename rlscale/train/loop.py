@@ -17,11 +17,14 @@ import torch
 from omegaconf import DictConfig
 
 from rlscale.engines.deepspeed_learner import follower_rank
+from rlscale.results.errors import Refused
+from rlscale.results.lock import FolderLock
 from rlscale.results.metrics import MetricsLog
+from rlscale.results.process import host
 from rlscale.results.status import RunState, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.train.batch import ScoredGroup, TrainBatch, collate
-from rlscale.train.checkpoint import load_checkpoint, save_checkpoint
+from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
 from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
 
@@ -102,8 +105,8 @@ class RunLoop:
     def restore(self) -> bool:
         ckpt = load_checkpoint(self.run_dir)
         if ckpt is None:
-            if self.metrics_path.exists():  # killed before the first checkpoint: start over cleanly
-                self.metrics_path.unlink()
+            check_resumable(self.run_dir)  # metrics beyond step 0 without a checkpoint are never deleted
+            self.metrics_path.unlink(missing_ok=True)  # killed before the first checkpoint: start over cleanly
             return False
         c = self.comps
         c.model.load_state_dict(ckpt["model"])
@@ -175,12 +178,22 @@ class RunLoop:
 
 def train(cfg: DictConfig, run_dir: Path) -> str:
     """Train or resume one run; write status.json; return the final state. Ranks > 0 of a DeepSpeed
-    launch only mirror rank 0's learner calls and write nothing (rlscale.engines.deepspeed_learner)."""
+    launch only mirror rank 0's learner calls and write nothing (rlscale.engines.deepspeed_learner).
+
+    The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
+    metrics is refused (rlscale.train.checkpoint.check_resumable): both raise ``Refused`` before
+    status.json or anything else is written."""
     if follower_rank():
         build_follower_learner(cfg).follow()
         return RunState.DONE.value
     run_dir = Path(run_dir)
-    write_status(run_dir, RunState.RUNNING, pid=os.getpid())
+    with FolderLock(run_dir, "run folder"):
+        check_resumable(run_dir)
+        return _train_locked(cfg, run_dir)
+
+
+def _train_locked(cfg: DictConfig, run_dir: Path) -> str:
+    write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     loop = None
     try:
         loop = RunLoop(cfg, run_dir)
@@ -190,6 +203,9 @@ def train(cfg: DictConfig, run_dir: Path) -> str:
         state, reason = RunState.DIVERGED, str(err)
     except PoolExhausted as err:
         state, reason = RunState.DONE, f"stopped early: {err}"
+    except (CheckpointError, Refused) as err:  # one line says it all
+        log.error("run failed: %s", err)
+        state, reason = RunState.FAILED, str(err)
     except Exception as err:  # any failure of this run is recorded, never hidden
         log.exception("run failed")
         state, reason = RunState.FAILED, f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]
