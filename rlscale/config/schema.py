@@ -106,7 +106,7 @@ class FilteringConfig:
 class CurriculumConfig:
     """No-Positive-Resampling (Section 3.2): prompts whose historical pass rate reaches ``threshold``
     leave the pool for good. ``uniform``: the baseline's uniform resampling. ``pool_size``: the RL pool is
-    the first ``pool_size`` training prompts (0 = the whole training split); the policy's warm-up still
+    the first ``pool_size`` training prompts (0, or more than the split holds: the whole split); the policy's warm-up still
     sees the whole split. A pool that the run goes through several times lets the curriculum act: a
     prompt removed in epoch e is absent from epoch e + 1 on (the paper's runs cross several epochs)."""
 

@@ -70,9 +70,6 @@ def validate(cfg: DictConfig) -> List[str]:
         problems.append(f"field 'loss.tis_cap': must be > 0 or null, got {cfg.loss.tis_cap}")
     if not 0 < cfg.curriculum.threshold <= 1:
         problems.append(f"field 'curriculum.threshold': must be in (0, 1], got {cfg.curriculum.threshold}")
-    if cfg.curriculum.pool_size > cfg.task.train_size:
-        problems.append(f"field 'curriculum.pool_size': must be <= task.train_size ({cfg.task.train_size}), "
-                        f"got {cfg.curriculum.pool_size}")
     budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
     if not 0 < cfg.length.l_cache <= cfg.length.l_max <= budget:
         problems.append(f"field 'length.l_cache': need 0 < l_cache <= l_max <= max_think_tokens + "
