@@ -14,7 +14,7 @@ from rlscale.results.metrics import is_finite_number
 from rlscale.results.process import host, pid_alive
 from rlscale.sweep.dispatch import alive
 from rlscale.sweep.spec import SpecError
-from rlscale.sweep.state import SWEEP_JSON, read_record
+from rlscale.sweep.state import SWEEP_JSON, read_record, run_path
 
 FINAL_STATES = ("done", "diverged", "failed")
 LOST = "lost"
@@ -100,7 +100,7 @@ def refs_under(root: Path) -> List[Tuple[RunRef, str]]:
     refs: List[Tuple[RunRef, str]] = []
     for path in sorted(root.rglob(SWEEP_JSON)):
         record = read_record(path.parent)
-        refs += [(RunRef(sweep=record.name, run=v.run, run_dir=Path(v.run_dir), job=record.jobs.get(v.run)),
+        refs += [(RunRef(sweep=record.name, run=v.run, run_dir=run_path(path.parent, v), job=record.jobs.get(v.run)),
                   record.launcher) for v in record.variants]
     seen = {ref.run_dir.resolve() for ref, _ in refs}
     refs += [(RunRef(sweep=run.sweep, run=run.variant, run_dir=run.path), "local") for run in find_runs(root)

@@ -3,7 +3,8 @@
 Override order for a run: the spec's launcher (``launcher=<spec launcher>``), the spec's common
 ``overrides``, the base variant's overrides, the command line's overrides, the variant's own overrides,
 then the run's bookkeeping: ``sweep``, ``variant`` (the run folder's name), ``seed`` (with several seeds)
-and ``out`` = the absolute run directory ``<results>/<sweep>/<run>``. Later overrides win, so command-line
+and ``out`` = the run directory relative to the results root, ``<sweep>/<run>`` (the run is trained in its
+folder wherever the results root is copied or moved). Later overrides win, so command-line
 overrides apply to every variant while each variant keeps the axis it changes.
 """
 from __future__ import annotations
@@ -46,7 +47,7 @@ def results_root(results: Path) -> Path:
 
 def run_overrides(spec: SweepSpec, run: Run, cli: Sequence[str], run_dir: Path) -> Tuple[str, ...]:
     """The full override list composing ``run`` (see the module docstring for the order)."""
-    bookkeeping = [f"sweep={spec.name}", f"variant={run.name}", f"out={hydra_quote(str(run_dir))}"]
+    bookkeeping = [f"sweep={spec.name}", f"variant={run.name}", f"out={hydra_quote(run_dir.as_posix())}"]
     if run.seed is not None:
         bookkeeping.insert(2, f"seed={run.seed}")
     return (f"launcher={spec.launcher}", *spec.overrides, *spec.base.overrides, *cli, *run.overrides,
@@ -60,7 +61,7 @@ def resolve_runs(spec: SweepSpec, runs: Sequence[Run], cli: Sequence[str], resul
     resolved: List[ResolvedRun] = []
     for run in runs:
         run_dir = root / spec.name / run.name
-        overrides = run_overrides(spec, run, cli, run_dir)
+        overrides = run_overrides(spec, run, cli, run_dir.relative_to(root))
         try:
             cfg = compose_run_config(overrides, config_name=run.config)
         except ConfigError as err:

@@ -23,7 +23,9 @@ RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints")
 @dataclass
 class VariantRecord:
     """One run of the sweep. ``name`` is the variant (shared by its seeds), ``run`` the folder name,
-    ``overrides`` the variant's own overrides (the sweep-wide ones are in ``SweepRecord.overrides``)."""
+    ``overrides`` the variant's own overrides (the sweep-wide ones are in ``SweepRecord.overrides``),
+    ``run_dir`` relative to the sweep folder, so a copied or moved results folder still finds its runs
+    (``run_path``; records written with absolute paths still read)."""
 
     name: str
     run: str
@@ -63,6 +65,15 @@ class SweepRecord:
         return cls(**body)
 
 
+def run_path(sweep_dir: Path, variant: VariantRecord) -> Path:
+    """The run folder of ``variant``: its stored path against the sweep folder; an absolute path from an
+    older record that no longer exists (the folder was copied or moved) falls back to ``<sweep>/<run>``."""
+    stored = Path(variant.run_dir)
+    if not stored.is_absolute():
+        return Path(sweep_dir) / stored
+    return stored if stored.exists() else Path(sweep_dir) / variant.run
+
+
 def sweep_json(sweep_dir: Path) -> Path:
     return Path(sweep_dir) / SWEEP_JSON
 
@@ -88,7 +99,7 @@ def new_record(spec: SweepSpec, resolved: Sequence[ResolvedRun], cli: Sequence[s
     """The record of this invocation; job ids and creation time carry over from ``previous``."""
     variants = [VariantRecord(name=r.run.variant, run=r.run.name, config=r.run.config,
                               overrides=list(r.run.overrides), axis=r.run.axis, seed=int(r.cfg.seed),
-                              run_dir=str(r.run_dir)) for r in resolved]
+                              run_dir=r.run_dir.relative_to(r.run_dir.parent).as_posix()) for r in resolved]
     record = SweepRecord(name=spec.name, kind=spec.kind, base=spec.base.name,
                          launcher=str(resolved[0].cfg.launcher.name), spec=str(spec.path), seeds=seeds,
                          overrides=[*spec.overrides, *spec.base.overrides, *cli], variants=variants)
@@ -105,7 +116,8 @@ def config_text(run: ResolvedRun) -> str:
 
 def config_conflict(run: ResolvedRun) -> Optional[str]:
     """The first top-level field where the run's existing config.yaml differs from the new one, or None
-    (no config yet, or the same)."""
+    (no config yet, or the same). ``out`` is not compared: the run folder is the same one by construction,
+    and a folder written with absolute paths keeps resuming after a copy."""
     path = run.run_dir / "config.yaml"
     if not path.exists():
         return None
@@ -114,6 +126,8 @@ def config_conflict(run: ResolvedRun) -> Optional[str]:
     except Exception:  # an unreadable old config is a conflict, whatever yaml raised
         return "config.yaml (unreadable)"
     new = OmegaConf.to_container(run.cfg)
+    old.pop("out", None)
+    new.pop("out", None)
     if old == new:
         return None
     keys = sorted(set(old) | set(new), key=str)
