@@ -231,6 +231,19 @@ class LauncherConfig:
 
 
 @dataclass
+class LoggerConfig:
+    """Experiment tracking: every metrics.jsonl line is mirrored to ``none`` | ``tensorboard`` | ``wandb``
+    | ``mlflow`` (rlscale.tracking). ``dir``: TensorBoard's log folder or MLflow's tracking URI (default:
+    ``tensorboard/`` or ``mlruns/`` in the run folder); ``project``: the W&B project or MLflow experiment;
+    ``mode``: W&B's mode, ``offline`` unless set to ``online``."""
+
+    name: str = "none"
+    dir: Optional[str] = None
+    project: str = "rlscale"
+    mode: str = "offline"
+
+
+@dataclass
 class RunConfig:
     """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
 
@@ -250,8 +263,9 @@ class RunConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
     seed: int = 0
     sweep: str = "default"
     variant: str = "run"
-    out: str = "results/${sweep}/${variant}"
+    out: str = "results/${sweep}/${variant}"  # a sweep writes <sweep>/<run>, relative to its results root
     cache_dir: str = "~/.cache/rlscale"

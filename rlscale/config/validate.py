@@ -22,6 +22,8 @@ CHOICES = {
     "engine.learner": ("torch", "deepspeed"),
     "engine.device": ("auto", "cpu", "cuda"),
     "launcher.name": ("local", "slurm"),
+    "logger.name": ("none", "tensorboard", "wandb", "mlflow"),
+    "logger.mode": ("offline", "online", "disabled"),
 }
 
 POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",

@@ -20,7 +20,7 @@ import math
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 COMPUTE_UNITS = ("gpu_hours", "core_hours", "flops", "samples", "tokens", "step")
 MAX_LINE_BYTES = 1 << 20  # a real line is a few hundred bytes
@@ -28,10 +28,12 @@ FIRST_LINES_SHOWN = 3
 
 
 class MetricsLog:
-    """Append-only writer of one run's metrics.jsonl (each line flushed and fsynced)."""
+    """Append-only writer of one run's metrics.jsonl (each line flushed and fsynced), then mirrored to
+    ``sinks`` (experiment trackers, a progress display: rlscale.tracking)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, sinks: Sequence = ()):
         self.path = Path(path)
+        self.sinks = tuple(sinks)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._drop_torn_tail()
 
@@ -61,6 +63,8 @@ class MetricsLog:
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+        for sink in self.sinks:
+            sink.write(record)
 
 
 class _Skips:

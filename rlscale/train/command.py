@@ -30,7 +30,7 @@ def run_command(
         raise typer.Exit(2)
     elif force:
         start_over(run_dir)
-    state = train_run_dir(run_dir)
+    state = train_run_dir(run_dir, progress=True)
     reason = read_status(run_dir).get("reason") if state != "done" else ""
     typer.echo(printable(f"{run_dir}: {state}" + (f": {reason}" if reason else "")))
     raise typer.Exit(0 if state == "done" else 1)

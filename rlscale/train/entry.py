@@ -16,10 +16,11 @@ from rlscale.results.status import RunState, write_status
 RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
 
 
-def train_run_dir(run_dir: Path) -> str:
+def train_run_dir(run_dir: Path, progress: bool = False) -> str:
     """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``; return the final
     state written to status.json (done | failed | diverged). Raises ``rlscale.results.errors.Refused``,
-    writing nothing, when another process holds the run folder or a resume would lose metrics."""
+    writing nothing, when another process holds the run folder or a resume would lose metrics.
+    ``progress``: show a progress bar on a terminal, periodic lines otherwise (rlscale.tracking.progress)."""
     from rlscale.train.loop import train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -29,7 +30,11 @@ def train_run_dir(run_dir: Path) -> str:
     except ConfigError as err:
         write_status(run_dir, RunState.FAILED, str(err))
         return RunState.FAILED.value
-    return train(cfg, run_dir)
+    if not progress:
+        return train(cfg, run_dir)
+    from rlscale.tracking.progress import run_progress
+
+    return train(cfg, run_dir, [run_progress(f"{cfg.sweep}/{cfg.variant}", int(cfg.trainer.max_steps))])
 
 
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force: bool = False) -> Path:

@@ -11,7 +11,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 import torch
 from omegaconf import DictConfig
@@ -27,6 +27,7 @@ from rlscale.train.batch import ScoredGroup, TrainBatch, collate
 from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
 from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
+from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 
 log = logging.getLogger("rlscale.train")
 
@@ -87,8 +88,10 @@ def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Component
 
 
 class RunLoop:
-    def __init__(self, cfg: DictConfig, run_dir: Path):
+    def __init__(self, cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink] = ()):
         self.run_dir = Path(run_dir)
+        tracker = open_tracker(cfg, self.run_dir)
+        self.sinks = (*sinks, *([tracker] if tracker is not None else []))
         self.comps = build_components(cfg, self.run_dir)
         self.cfg = self.comps.cfg
         self.metrics_path = self.run_dir / "metrics.jsonl"
@@ -156,7 +159,7 @@ class RunLoop:
     def run(self) -> None:
         t = self.cfg.trainer
         resumed = self.restore()
-        metrics = MetricsLog(self.metrics_path)
+        metrics = MetricsLog(self.metrics_path, self.sinks)
         if not resumed:
             self.evaluate(metrics)
             self.checkpoint()
@@ -174,9 +177,11 @@ class RunLoop:
     def close(self) -> None:
         self.comps.source.close()
         self.comps.learner.close()
+        for sink in self.sinks:
+            sink.close()
 
 
-def train(cfg: DictConfig, run_dir: Path) -> str:
+def train(cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink] = ()) -> str:
     """Train or resume one run; write status.json; return the final state. Ranks > 0 of a DeepSpeed
     launch only mirror rank 0's learner calls and write nothing (rlscale.engines.deepspeed_learner).
 
@@ -189,21 +194,21 @@ def train(cfg: DictConfig, run_dir: Path) -> str:
     run_dir = Path(run_dir)
     with FolderLock(run_dir, "run folder"):
         check_resumable(run_dir)
-        return _train_locked(cfg, run_dir)
+        return _train_locked(cfg, run_dir, sinks)
 
 
-def _train_locked(cfg: DictConfig, run_dir: Path) -> str:
+def _train_locked(cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink]) -> str:
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     loop = None
     try:
-        loop = RunLoop(cfg, run_dir)
+        loop = RunLoop(cfg, run_dir, sinks)
         loop.run()
         state, reason = RunState.DONE, ""
     except Diverged as err:
         state, reason = RunState.DIVERGED, str(err)
     except PoolExhausted as err:
         state, reason = RunState.DONE, f"stopped early: {err}"
-    except (CheckpointError, Refused) as err:  # one line says it all
+    except (CheckpointError, Refused, TrackerMissing) as err:  # one line says it all
         log.error("run failed: %s", err)
         state, reason = RunState.FAILED, str(err)
     except Exception as err:  # any failure of this run is recorded, never hidden
