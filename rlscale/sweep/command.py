@@ -13,7 +13,7 @@ from rlscale.results.lock import FolderLock
 from rlscale.results.names import printable, shown
 from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
-from rlscale.sweep.table import progress_table, variants_table, watch
+from rlscale.sweep.table import progress_table, summary, variants_table, watch
 
 
 def sweep_command(
@@ -88,4 +88,7 @@ def status_command(results_dir: Path = typer.Argument(Path("results"), help="res
     if not refs:
         typer.echo(f"no runs under {printable(results_dir)}")
         return
-    Console().print(progress_table(collect(refs), title=f"runs under {shown(results_dir)}"))
+    rows = collect(refs)
+    console = Console()
+    console.print(progress_table(rows, title=f"runs under {shown(results_dir)}"))
+    console.print(summary(rows), markup=False)

@@ -3,7 +3,8 @@ sweep`` until done, ``rlscale status``)."""
 from __future__ import annotations
 
 import time
-from typing import Callable, List, Optional, Sequence
+from collections import Counter
+from typing import Callable, Dict, List, Optional, Sequence, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -36,10 +37,41 @@ def _duration(seconds: Optional[float]) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
-def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs") -> Table:
+def overall_eta(rows: Sequence[RunProgress]) -> Optional[float]:
+    """Seconds until every unfinished run is done: the steps left over all of them at the running runs'
+    mean seconds per step, shared among the runs running now; None while no running run has a rate."""
+    rates = [row.eta_s / (row.max_steps - row.step) for row in rows
+             if row.state == "running" and row.eta_s is not None and row.max_steps and row.step is not None
+             and row.max_steps > row.step]
+    running = sum(row.state == "running" for row in rows)
+    if not rates or not running:
+        return None
+    left = sum(max(0, (row.max_steps or 0) - (row.step or 0)) for row in rows
+               if row.state in ("running", "pending", "preempted"))
+    return left * (sum(rates) / len(rates)) / running
+
+
+def summary(rows: Sequence[RunProgress]) -> str:
+    """``12 runs: 5 done, 2 running, 1 failed, 4 pending; ETA 3m10s`` (states in table order)."""
+    counts = Counter(row.state for row in rows)
+    order = [state for state in STATE_STYLE if counts[state]] + sorted(set(counts) - set(STATE_STYLE))
+    eta = overall_eta(rows)
+    return (f"{len(rows)} runs: " + ", ".join(f"{counts[state]} {state}" for state in order)
+            + (f"; ETA {_duration(eta)}" if eta is not None else ""))
+
+
+def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs",
+                   max_rows: Optional[int] = None) -> Table:
+    """The progress table; with more rows than ``max_rows`` (the terminal's height) a summary row comes
+    first and the unfinished and failed runs are shown before the finished ones, up to ``max_rows``."""
     table = Table(title=title)
     for column in ("sweep", "run", "state", "step", "val reward", "ETA", "job", "reason"):
         table.add_column(column, overflow="fold")
+    if max_rows is not None and len(rows) > max_rows:
+        shown_rows = sorted(rows, key=lambda row: row.state == "done")[:max(1, max_rows - 1)]
+        table.add_row("", f"{summary(rows)} ({len(rows) - len(shown_rows)} finished runs not shown)",
+                      end_section=True)
+        rows = shown_rows
     for row in rows:
         step = "" if row.step is None else f"{row.step}/{row.max_steps}" if row.max_steps else str(row.step)
         reward = "" if row.val_reward is None else f"{row.val_reward:.3f}"
@@ -52,11 +84,48 @@ def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs") -> 
 
 def watch(poll: Callable[[], List[RunProgress]], console: Console, interval_s: float = 2.0,
           title: str = "rlscale runs") -> List[RunProgress]:
-    """Redraw the progress table every ``interval_s`` until every run is finished (or lost)."""
+    """Until every run is finished (or lost): on a terminal, redraw the progress table every
+    ``interval_s`` (``progress_table`` with the terminal's height); otherwise print one line per change
+    of a run's state (``state_lines``), then the summary."""
+    if not console.is_terminal:
+        return _watch_lines(poll, console.file, interval_s)
     rows = poll()
-    with Live(progress_table(rows, title), console=console, refresh_per_second=4, transient=False) as live:
+    with Live(progress_table(rows, title, _rows_that_fit(console)), console=console, refresh_per_second=4,
+              transient=False) as live:
         while not all(row.finished for row in rows):
             time.sleep(interval_s)
             rows = poll()
-            live.update(progress_table(rows, title))
+            live.update(progress_table(rows, title, _rows_that_fit(console)))
     return rows
+
+
+def _rows_that_fit(console: Console) -> int:
+    return max(1, console.height - 8)  # the title, header, rules and the sweep's own lines
+
+
+def state_line(row: RunProgress) -> str:
+    """``loo/scalerl: done (step 60/60, val reward 0.571)``, or the reason of a failure."""
+    details = []
+    if row.step is not None:
+        details.append(f"step {row.step}/{row.max_steps}" if row.max_steps else f"step {row.step}")
+    if row.val_reward is not None:
+        details.append(f"val reward {row.val_reward:.3f}")
+    if row.reason and row.state not in ("done", "running"):
+        details.append(row.reason)
+    return shown(f"{row.ref.sweep}/{row.ref.run}: {row.state}" + (f" ({', '.join(details)})" if details else ""))
+
+
+def _watch_lines(poll: Callable[[], List[RunProgress]], out: TextIO, interval_s: float) -> List[RunProgress]:
+    seen: Dict[str, str] = {}
+    while True:
+        rows = poll()
+        for row in rows:
+            if seen.get(str(row.ref.run_dir)) != row.state:
+                seen[str(row.ref.run_dir)] = row.state
+                out.write(state_line(row) + "\n")
+        out.flush()
+        if all(row.finished for row in rows):
+            out.write(summary(rows) + "\n")
+            out.flush()
+            return rows
+        time.sleep(interval_s)
