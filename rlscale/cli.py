@@ -34,9 +34,22 @@ def one_line_errors(command: Callable) -> Callable:
     return wrapped
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Run, fit and report RL-compute scaling experiments (ScaleRL).",
+app = typer.Typer(no_args_is_help=True, help="Run, fit and report RL-compute scaling experiments (ScaleRL).",
                   context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def _version(value: bool) -> None:
+    if value:
+        from rlscale import __version__
+
+        typer.echo(f"rlscale {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit.")) -> None:
+    """Run, fit and report RL-compute scaling experiments (ScaleRL)."""
 app.command("run", context_settings={"allow_interspersed_args": True})(one_line_errors(run_command))
 app.command("sweep", context_settings={"allow_interspersed_args": True})(one_line_errors(sweep_command))
 app.command("status")(one_line_errors(status_command))

@@ -37,6 +37,11 @@ class Range:
         return not (below or above)
 
 
+def choices(values: Iterable[str]) -> str:
+    """The metavar of an option with a fixed set of values, so ``--help`` lists them: ``<png|pdf|svg>``."""
+    return "<" + "|".join(values) + ">"
+
+
 FINITE = Range()
 NON_NEGATIVE = Range(lo=0)
 OPEN_UNIT = Range(lo=0, hi=1, open_lo=True, open_hi=True)

@@ -1,11 +1,49 @@
-"""Where the project's Hydra tree, sweep specs and sbatch template live (the repository checkout, or
-``RLSCALE_HOME`` for an installed copy pointed at another tree)."""
+"""Where the Hydra tree, sweep specs and sbatch template are found.
+
+The packaged ones come last; before them, the user's: each folder of ``RLSCALE_CONFIG_PATH`` (``--config-dir``
+sets it; several folders separated by ``os.pathsep``) holds Hydra config groups and root configs, and a
+``sweeps/`` subfolder of specs; the working directory's ``sweeps/`` is searched for specs after those."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import List
 
-PROJECT_ROOT = Path(os.environ.get("RLSCALE_HOME", Path(__file__).resolve().parents[1]))
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
 SWEEPS_DIR = PROJECT_ROOT / "sweeps"
 SLURM_DIR = PROJECT_ROOT / "slurm"
+CONFIG_PATH_ENV = "RLSCALE_CONFIG_PATH"
+CONFIG_DIR_HELP = ("a folder of your own Hydra configs (groups such as loss/, root configs) and sweeps/ specs, "
+                   "searched before the packaged ones")
+
+
+def user_config_dirs() -> List[Path]:
+    """The folders of ``RLSCALE_CONFIG_PATH``, in order (missing ones are an error where they are set)."""
+    return [Path(p).expanduser().resolve() for p in os.environ.get(CONFIG_PATH_ENV, "").split(os.pathsep) if p]
+
+
+def add_config_dir(folder: Path) -> None:
+    """Put ``folder`` first on the search path of this process and of the jobs it starts."""
+    os.environ[CONFIG_PATH_ENV] = os.pathsep.join(str(p) for p in [Path(folder).resolve(), *user_config_dirs()])
+
+
+def config_dirs() -> List[Path]:
+    """Folders searched for Hydra configs, first match wins: the user's, then the packaged ``conf``."""
+    return _unique([*user_config_dirs(), CONF_DIR])
+
+
+def sweep_dirs() -> List[Path]:
+    """Folders searched for ``conf=NAME`` sweep specs: each user folder's ``sweeps/``, the working
+    directory's ``sweeps/``, then the packaged specs."""
+    return _unique([*(d / "sweeps" for d in user_config_dirs()), Path.cwd() / "sweeps", SWEEPS_DIR])
+
+
+def _unique(folders: List[Path]) -> List[Path]:
+    seen, out = set(), []
+    for folder in folders:
+        key = folder.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(folder)
+    return out

@@ -8,15 +8,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from hydra import compose, initialize_config_dir
+from hydra import compose, version
+from hydra._internal.hydra import Hydra
+from hydra._internal.utils import create_config_search_path
 from hydra.core.config_store import ConfigStore
+from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from rlscale.config.schema import RunConfig
-from rlscale.paths import CONF_DIR
+from rlscale.paths import config_dirs
 
 
 SCHEMA_NAME = "rlscale_schema"
@@ -37,22 +40,49 @@ def _one_line(err: Exception) -> str:
     return text.split(" full_key:")[0] if "full_key:" in text else text
 
 
-def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config",
-                       conf_dir: Path = CONF_DIR) -> DictConfig:
-    """Compose ``conf_dir/config_name.yaml`` with Hydra ``overrides`` and return a typed, resolved,
-    validated config (a DictConfig backed by ``RunConfig``)."""
+def refuse_hydra_overrides(overrides: Sequence[str]) -> None:
+    """rlscale composes configs with Hydra's compose API and has no Hydra job runtime: ``hydra.*``
+    settings (run.dir, sweep.dir, job_logging, ...) would be silently ignored, so they are refused."""
+    for item in overrides:
+        key = item.lstrip("+~").split("=", 1)[0]
+        if key == "hydra" or key.startswith(("hydra.", "hydra/")):
+            raise ConfigError(f"override {item!r}: rlscale does not use Hydra's job runtime; set the run folder "
+                              "with out=DIR, a sweep's with --results DIR")
+
+
+def compose_raw(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
+    """Compose ``config_name`` from ``rlscale.paths.config_dirs()`` (the user's folders first) with
+    ``overrides``; Hydra's own node is kept (``rlscale run --cfg hydra``)."""
+    refuse_hydra_overrides(overrides)
     GlobalHydra.instance().clear()
     register_schema()
+    *users, packaged = config_dirs()
+    search_path = create_config_search_path(str(packaged.resolve()))  # the packaged tree is Hydra's "main"
+    for folder in users:
+        search_path.prepend(provider="rlscale user", path=folder.resolve().as_uri(), anchor=SearchPathQuery(provider="main"))
     try:
-        with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
-            raw = compose(config_name=config_name, overrides=list(overrides))
+        version.setbase("1.3")
+        Hydra.create_main_hydra2(task_name="rlscale", config_search_path=search_path)  # sets GlobalHydra
+        return compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
     except HydraException as err:
-        cause = err.__cause__
-        if getattr(cause, "full_key", None):  # a value of the wrong type: name the field and say why
-            raise ConfigError(f"override error: field '{cause.full_key}': {_one_line(cause)}") from None
-        raise ConfigError(f"override error: {_one_line(err)}") from None
+        raise ConfigError(_hydra_error(err)) from None
     finally:
         GlobalHydra.instance().clear()
+
+
+def _hydra_error(err: HydraException) -> str:
+    cause = err.__cause__
+    if getattr(cause, "full_key", None):  # a value of the wrong type: name the field and say why
+        return f"override error: field '{cause.full_key}': {_one_line(cause)}"
+    return f"override error: {_one_line(err)}".replace("add --multirun to your command line", "use rlscale run -m")
+
+
+def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
+    """Compose ``config_name`` with Hydra ``overrides`` (``compose_raw``) and return a typed, resolved,
+    validated config (a DictConfig backed by ``RunConfig``)."""
+    raw = compose_raw(overrides, config_name)
+    with open_dict(raw):
+        del raw["hydra"]
     return _typed(raw, source="overrides " + " ".join(overrides) if overrides else config_name)
 
 

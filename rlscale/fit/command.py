@@ -13,8 +13,8 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from rlscale.fit.schema import X_UNITS
-from rlscale.options import FINITE, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
+from rlscale.fit.schema import METHOD_NAMES, X_UNITS
+from rlscale.options import FINITE, choices, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
 
 X_CHOICES = ("auto",) + X_UNITS
 
@@ -26,8 +26,8 @@ class UsageError(ValueError):
 def fit_command(
     results_dir: Path = typer.Argument(..., help="Results folder (runs at any depth) or a tidy CSV/parquet file "
                                                  "with columns run, x, y and optional seed, sweep."),
-    x: str = typer.Option("auto", "--x", help=f"Compute unit: {', '.join(X_CHOICES)} (auto: gpu_hours when every "
-                                              "run's eval lines carry it, else flops)."),
+    x: str = typer.Option("auto", "--x", metavar=choices(X_CHOICES),
+                          help="Compute unit (auto: gpu_hours when every run's eval lines carry it, else flops)."),
     y: str = typer.Option("val_reward", "--y", help="Eval metric to fit, e.g. val_reward/math for one task."),
     min_compute: Optional[str] = typer.Option(None, "--min-compute", help="Cutoff: C (absolute) or P% of each run. "
                                               "Default: min(1.5k GPU-hours, 10% of the run); 10% in other units."),
@@ -35,7 +35,8 @@ def fit_command(
                                             "check the prediction at the last eval beyond it."),
     predict_at: Optional[List[float]] = typer.Option(None, "--predict-at", help="Predict the reward at C "
                                                      "(repeatable)."),
-    method: str = typer.Option("fast", "--method", help="fast (continuous search) or paper (App. A.5 grid)."),
+    method: str = typer.Option("fast", "--method", metavar=choices(METHOD_NAMES),
+                               help="fast (continuous search) or paper (App. A.5 grid)."),
     margin: float = typer.Option(0.02, "--margin", help="Margin on A for ties (paper: 0.02)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: RESULTS_DIR)."),
     r0: Optional[float] = typer.Option(None, "--r0", help="R0 for every run (default: each run's step-0 eval)."),
@@ -51,7 +52,6 @@ def fit_command(
     from rich.console import Console
 
     from rlscale.fit.api import SourceError, fit_results, write_outputs
-    from rlscale.fit.methods import METHODS
     from rlscale.fit.schema import FitSettings
     from rlscale.fit.table import render
 
@@ -59,8 +59,8 @@ def fit_command(
     try:
         if x not in X_CHOICES:
             raise UsageError(f"--x must be one of {', '.join(X_CHOICES)} (got {x!r})")
-        if method not in METHODS:
-            raise UsageError(f"--method must be one of {', '.join(METHODS)} (got {method!r})")
+        if method not in METHOD_NAMES:
+            raise UsageError(f"--method must be one of {', '.join(METHOD_NAMES)} (got {method!r})")
         check_ranges({"--margin": (margin, NON_NEGATIVE), "--ci": (ci, OPEN_UNIT), "--n-boot": (n_boot, NON_NEGATIVE),
                       "--jobs": (jobs, NON_NEGATIVE), "--seed": (seed, NON_NEGATIVE), "--r0": (r0, FINITE),
                       "--predict-at": (predict_at, NON_NEGATIVE)})

@@ -10,7 +10,8 @@ from typing import List, Optional
 from rlscale.report.draw import draw_report
 from rlscale.report.model import ReportData
 from rlscale.report.page import render_page
-from rlscale.report.plotting import FORMATS, run_colors
+from rlscale.report.formatting import FORMATS
+from rlscale.report.plotting import run_colors
 from rlscale.results import atomic_write_text
 
 PAGE = ("png", 100)

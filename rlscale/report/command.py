@@ -7,6 +7,9 @@ from typing import Optional
 
 import typer
 
+from rlscale.options import choices
+from rlscale.report.formatting import FORMATS
+
 
 def report_command(
     results_dir: Path = typer.Argument(Path("results"), help="Results folder (runs and fits.json)."),
@@ -16,7 +19,8 @@ def report_command(
                                        "default RESULTS_DIR/report.html; fits refitted then are not saved)."),
     figures: Optional[Path] = typer.Option(None, "--figures", help="Also write each figure as a file "
                                                                    "into this folder."),
-    format: str = typer.Option("png", "--format", help="Format of the --figures files: png, pdf or svg."),
+    format: str = typer.Option("png", "--format", metavar=choices(FORMATS),
+                               help="Format of the --figures files."),
     logx: bool = typer.Option(False, "--logx", help="Logarithmic compute axes."),
 ) -> None:
     """Report the fits of RESULTS_DIR: summary, curves, ranking, LOO, extrapolation, diagnostics."""
@@ -26,7 +30,6 @@ def report_command(
     from rlscale.report.build import write_report
     from rlscale.report.inputs import load_fits
     from rlscale.report.model import load_report
-    from rlscale.report.plotting import FORMATS
     from rlscale.report.pool import workers
     from rlscale.report.terminal import print_summary
     from rlscale.results.names import printable

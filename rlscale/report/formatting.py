@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+FORMATS = ("png", "pdf", "svg")  # figure files of --figures
+
 DASH = "\u2014"
 
 

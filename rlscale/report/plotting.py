@@ -23,7 +23,6 @@ from rlscale.fit.schema import axis_label  # noqa: E402
 from rlscale.report.curves import compute_grid, power_law, sigmoid  # noqa: E402
 from rlscale.report.model import RunView  # noqa: E402
 
-FORMATS = ("png", "pdf", "svg")
 LEGEND_MAX = 24
 BAD = "#b00020"
 STYLE = {"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7,

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 import typer
 from rich.console import Console
 
+from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
 from rlscale.sweep.progress import collect, refs_under
 from rlscale.results.lock import FolderLock
 from rlscale.results.names import printable, shown
@@ -17,7 +18,8 @@ from rlscale.sweep.table import progress_table, summary, variants_table, watch
 
 
 def sweep_command(
-    overrides: List[str] = typer.Argument(None, help="conf=NAME (a spec of sweeps/, or a .yaml path), then "
+    overrides: List[str] = typer.Argument(None, help="conf=NAME (a spec of --config-dir DIR/sweeps/, ./sweeps/ "
+                                          "or the packaged ones; or a .yaml path), then "
                                           "Hydra overrides applied to every variant, e.g. launcher=slurm"),
     seeds: Optional[int] = typer.Option(None, "--seeds", help="N runs per variant (<variant>_s<k>, seed=k)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the variants, write the configs and "
@@ -25,10 +27,13 @@ def sweep_command(
     detach: bool = typer.Option(False, "--detach", help="return once submitted (watch with rlscale status)"),
     force: bool = typer.Option(False, "--force", help="clear every run and rerun all"),
     results: Path = typer.Option(Path("results"), "--results", help="results root"),
+    config_dir: Optional[Path] = typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP),
 ) -> None:
     """Run a sweep: expand and validate every variant, write results/<sweep>/, submit through submitit
     (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. Rerunning
     the same command skips finished runs and resubmits failed or missing ones."""
+    if config_dir is not None:
+        add_config_dir(config_dir)
     console = Console()
     request = SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results)
     with ExitStack() as held:

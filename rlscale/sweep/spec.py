@@ -21,7 +21,7 @@ from typing import Any, List, Optional, Tuple
 
 import yaml
 
-from rlscale.paths import CONF_DIR, SWEEPS_DIR
+from rlscale.paths import config_dirs, sweep_dirs
 from rlscale.results.names import name_problem
 from rlscale.sweep.strict_yaml import DuplicateKeyError, strict_load
 
@@ -85,17 +85,22 @@ def single_line(value: str, where: str) -> str:
 
 
 def find_spec(conf: str) -> Path:
-    """``conf=NAME`` names ``sweeps/NAME.yaml``; a value ending in .yaml/.yml is a path to a spec file."""
+    """``conf=NAME`` names ``NAME.yaml`` in the first of ``rlscale.paths.sweep_dirs()`` holding it; a value
+    ending in .yaml/.yml is a path to a spec file."""
     if conf.endswith((".yaml", ".yml")):
         path = Path(conf)
         if not path.is_file():
             raise SpecError(f"conf={conf}: no such sweep spec file")
         return path
-    path = SWEEPS_DIR / f"{conf}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))) or "none"
-        raise SpecError(f"conf={conf}: unknown sweep spec; available in {SWEEPS_DIR}: {known}")
-    return path
+    for folder in sweep_dirs():
+        if (folder / f"{conf}.yaml").is_file():
+            return folder / f"{conf}.yaml"
+    raise SpecError(f"conf={conf}: unknown sweep spec; available: {known_specs()}")
+
+
+def known_specs() -> str:
+    """The spec names of every sweep folder, for error messages."""
+    return ", ".join(sorted({p.stem for folder in sweep_dirs() for p in folder.glob("*.yaml")})) or "none"
 
 
 def load_spec(path: Path) -> SweepSpec:
@@ -148,9 +153,9 @@ def _overrides(path: Path, where: str, value: Any) -> Tuple[str, ...]:
 
 
 def _config(path: Path, where: str, value: Any) -> str:
-    if not isinstance(value, str) or not (CONF_DIR / f"{value}.yaml").is_file():
-        known = ", ".join(sorted(p.stem for p in CONF_DIR.glob("*.yaml")))
-        raise SpecError(f"{path}: field '{where}': {value!r} is not a root config of {CONF_DIR} ({known})")
+    if not isinstance(value, str) or not any((d / f"{value}.yaml").is_file() for d in config_dirs()):
+        known = ", ".join(sorted({p.stem for d in config_dirs() for p in d.glob("*.yaml")}))
+        raise SpecError(f"{path}: field '{where}': {value!r} is not a root config ({known})")
     return value
 
 
@@ -227,6 +232,5 @@ def split_cli(args: Optional[List[str]]) -> Tuple[str, List[str]]:
         else:
             overrides.append(arg)
     if not conf:
-        known = ", ".join(sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml")))
-        raise SpecError(f"missing conf=NAME (a spec in {SWEEPS_DIR}: {known}; or a path to a .yaml spec)")
+        raise SpecError(f"missing conf=NAME (a sweep spec: {known_specs()}; or a path to a .yaml spec)")
     return conf, overrides

@@ -1,4 +1,5 @@
-"""``rlscale run``: train one variant (any Hydra override), or resume a run directory."""
+"""``rlscale run``: train one variant (any Hydra override), or resume a run directory; Hydra's idioms
+``--cfg job|hydra``, ``--info``, ``--config-dir`` and ``-m/--multirun`` (a grid sweep)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,31 +7,90 @@ from typing import List, Optional
 
 import typer
 
+from rlscale.options import choices
+from rlscale.paths import CONFIG_DIR_HELP
+
+
+CONFIG_PARTS = ("job", "hydra")
+
 
 def run_command(
     overrides: Optional[List[str]] = typer.Argument(None, help="Hydra overrides, e.g. loss=gspo batch.prompts=8"),
     config_name: str = typer.Option("config", "--config-name", help="config.yaml (ScaleRL) or baseline"),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="resume/train this run directory (its config.yaml)"),
     force: bool = typer.Option(False, "--force", help="start the run directory over (deletes its metrics)"),
+    config_dir: Optional[Path] = typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP),
+    cfg: Optional[str] = typer.Option(None, "--cfg", metavar=choices(CONFIG_PARTS), help="print the composed config (job) or Hydra's "
+                                             "own node (hydra) and exit"),
+    info: bool = typer.Option(False, "--info", help="print the config search path and the config groups, and exit"),
+    multirun: bool = typer.Option(False, "-m", "--multirun", help="comma-separated values (loss=cispo,dapo) "
+                                  "make a grid sweep under results/multirun, run as rlscale sweep"),
 ) -> None:
     """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json)."""
     from rlscale.config import ConfigError
+    from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
     from rlscale.results.names import printable
     from rlscale.results.status import read_status
     from rlscale.train.entry import prepare_run_dir, start_over, train_run_dir
 
-    if run_dir is None:
-        try:
+    if config_dir is not None:
+        add_config_dir(config_dir)
+    try:
+        if cfg is not None and cfg not in CONFIG_PARTS:
+            raise ConfigError(f"--cfg must be one of {', '.join(CONFIG_PARTS)} (got {cfg!r})")
+        if info or cfg is not None:
+            typer.echo(_describe(overrides or [], config_name, cfg), nl=False)
+            return
+        if multirun:
+            _multirun(overrides or [], config_name, force)
+            return
+        if run_dir is None:
             run_dir = prepare_run_dir(overrides or [], config_name, force)
-        except ConfigError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2)
-    elif not (run_dir / "config.yaml").exists():
-        typer.echo(f"error: --run-dir {printable(run_dir)}: no config.yaml there", err=True)
+        elif not (run_dir / "config.yaml").exists():
+            raise ConfigError(f"--run-dir {printable(run_dir)}: no config.yaml there")
+        elif force:
+            start_over(run_dir)
+    except ConfigError as err:
+        typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
-    elif force:
-        start_over(run_dir)
     state = train_run_dir(run_dir, progress=True)
     reason = read_status(run_dir).get("reason") if state != "done" else ""
     typer.echo(printable(f"{run_dir}: {state}" + (f": {reason}" if reason else "")))
     raise typer.Exit(0 if state == "done" else 1)
+
+
+def _describe(overrides: List[str], config_name: str, part: Optional[str]) -> str:
+    from omegaconf import OmegaConf
+
+    from rlscale.config import compose_run_config
+    from rlscale.config.compose import compose_raw
+    from rlscale.paths import config_dirs, sweep_dirs
+
+    if part == "job":
+        return OmegaConf.to_yaml(compose_run_config(overrides, config_name))
+    if part == "hydra":
+        return OmegaConf.to_yaml(compose_raw(overrides, config_name).hydra)
+    lines = ["Config search path (first match wins):", *(f"  {d}" for d in config_dirs()),
+             "Sweep spec search path (conf=NAME):", *(f"  {d}" for d in sweep_dirs()), "Config groups:"]
+    groups = sorted({p.name for d in config_dirs() for p in d.iterdir() if p.is_dir() and p.name != "sweeps"})
+    for group in groups:
+        options = sorted({p.stem for d in config_dirs() for p in (d / group).glob("*.yaml")})
+        lines.append(f"  {group}: {', '.join(options)}")
+    roots = sorted({p.stem for d in config_dirs() for p in d.glob("*.yaml")})
+    lines.append(f"Root configs (--config-name): {', '.join(roots)}")
+    return "\n".join(lines) + "\n"
+
+
+def _multirun(overrides: List[str], config_name: str, force: bool) -> None:
+    from rlscale.sweep.command import sweep_command
+    from rlscale.sweep.multirun import write_multirun_spec
+    from rlscale.sweep.spec import SpecError
+
+    results = Path("results")
+    try:
+        spec = write_multirun_spec(overrides, results, config_name)
+    except SpecError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    sweep_command([f"conf={spec}"], seeds=None, dry_run=False, detach=False, force=force, results=results,
+                  config_dir=None)
