@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlscale.config.schema import RunConfig
 from rlscale.engines.policy import count_parameters
 from rlscale.engines.thinking import resolve_think, template_thinks
+from rlscale.gpus import driver_gpu_count
 from rlscale.rl import LossSpec, NoPositiveResamplingPool
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
@@ -44,10 +45,16 @@ def typed(cfg: DictConfig) -> RunConfig:
 
 
 def pick_device(name: str) -> torch.device:
-    """``auto``: CUDA when available, else CPU. Under a multi-process launch each rank takes the GPU of its
-    LOCAL_RANK."""
+    """``auto``: CUDA when available, else CPU, but never CPU while the machine has GPUs that this process
+    cannot see (hidden by ``CUDA_VISIBLE_DEVICES`` or a CPU build of torch). Under a multi-process launch each
+    rank takes the GPU of its LOCAL_RANK."""
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
+        hidden = driver_gpu_count() if name == "cpu" else 0
+        if hidden:
+            raise RuntimeError(f"engine.device=auto: this machine has {hidden} GPU(s) but this process "
+                               f"sees none (CUDA_VISIBLE_DEVICES='{os.environ.get('CUDA_VISIBLE_DEVICES', '')}', "
+                               f"torch {torch.__version__}); set engine.device=cpu to train on the CPU")
     if name == "cuda":
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     return torch.device(name)
