@@ -26,7 +26,8 @@ def test_lanes_are_counted_by_gpus_when_there_are_gpus():
     assert [lane.gpus for lane in one_each] == [(0,), (1,), (2,), (3,)] and {lane.threads for lane in one_each} == {1}
     capped = deal_lanes(8, LauncherConfig(gpus_per_node=1, max_parallel=2), gpus=(0, 1, 2, 3), cores=2)
     assert [lane.gpus for lane in capped] == [(0,), (1,)]
-    assert [lane.gpus for lane in deal_lanes(1, LauncherConfig(gpus_per_node=2), gpus=(4, 5, 6, 7), cores=2)] == [(4, 5)]
+    single = deal_lanes(1, LauncherConfig(gpus_per_node=2), gpus=(4, 5, 6, 7), cores=2)
+    assert [lane.gpus for lane in single] == [(4, 5)]
 
 
 def test_without_gpus_lanes_are_counted_by_cores():

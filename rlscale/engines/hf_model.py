@@ -6,10 +6,10 @@ de-quantizes it to ``model.dtype``). Loading is offline: nothing is fetched from
 a real instruct model small enough for CPU tests.
 
 Prompts follow the model's chat template; with thinking on (``generation.think``,
-``rlscale.engines.thinking``), the assistant turn opens with ``<think>`` and the trainer closes the trace itself (Section 3.2's interruption phrase ends in ``</think>``). The
-LM-head precision (Section 3.2, FP32 head) is the trainer's concern, not the loader's.
-``HFPolicyTokenizer`` gives the generator and learner the token ids they need
-(``rlscale.engines.tokens.PolicyTokenizer``).
+``rlscale.engines.thinking``), the assistant turn opens with ``<think>`` and the trainer closes the trace
+itself (Section 3.2's interruption phrase ends in ``</think>``). The LM-head precision (Section 3.2, FP32
+head) is the trainer's concern, not the loader's. ``HFPolicyTokenizer`` gives the generator and learner the
+token ids they need (``rlscale.engines.tokens.PolicyTokenizer``).
 """
 from __future__ import annotations
 
@@ -127,9 +127,10 @@ def render_prompt(tokenizer: "PreTrainedTokenizerBase", question: str, think: bo
 @dataclass(frozen=True)
 class HFPolicyTokenizer:
     """A Hugging Face tokenizer as a ``PolicyTokenizer``: prompts in the chat template with the think turn
-    open (``think``; without it, rendered with thinking disabled and the assistant turn open), and the token ids of ``</think>`` and of the interruption phrase (Section 3.2). Their ids are
-    those of the text on its own; a model that spells ``</think>`` with other tokens is still split
-    correctly by ``split_think`` on the decoded text."""
+    open (``think``; without it, rendered with thinking disabled and the assistant turn open), and the token
+    ids of ``</think>`` and of the interruption phrase (Section 3.2). Their ids are those of the text on its
+    own; a model that spells ``</think>`` with other tokens is still split correctly by ``split_think`` on
+    the decoded text."""
 
     tokenizer: "PreTrainedTokenizerBase"
     interruption_phrase: str
