@@ -1,18 +1,20 @@
 """Where the Hydra tree, sweep specs and sbatch template are found.
 
-The packaged ones come last; before them, the user's: each folder of ``RLSCALE_CONFIG_PATH`` (``--config-dir``
+They ship inside the package (``rlscale/conf``, ``rlscale/sweeps``, ``rlscale/slurm``, read through
+importlib.resources) and come last; before them, the user's: each folder of ``RLSCALE_CONFIG_PATH`` (``--config-dir``
 sets it; several folders separated by ``os.pathsep``) holds Hydra config groups and root configs, and a
 ``sweeps/`` subfolder of specs; the working directory's ``sweeps/`` is searched for specs after those."""
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from typing import List
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-CONF_DIR = PROJECT_ROOT / "conf"
-SWEEPS_DIR = PROJECT_ROOT / "sweeps"
-SLURM_DIR = PROJECT_ROOT / "slurm"
+PACKAGE_DIR = Path(str(resources.files("rlscale")))  # pip installs unpack wheels, so this is a folder
+CONF_DIR = PACKAGE_DIR / "conf"
+SWEEPS_DIR = PACKAGE_DIR / "sweeps"
+SLURM_DIR = PACKAGE_DIR / "slurm"
 CONFIG_PATH_ENV = "RLSCALE_CONFIG_PATH"
 CONFIG_DIR_HELP = ("a folder of your own Hydra configs (groups such as loss/, root configs) and sweeps/ specs, "
                    "searched before the packaged ones")

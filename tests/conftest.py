@@ -4,12 +4,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from rlscale.paths import PROJECT_ROOT
 
-SLURM_SCRIPT = PROJECT_ROOT / "scripts" / "slurm-localhost.sh"
+SLURM_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "slurm-localhost.sh"
 DEFAULT_SLURM_CONF = "/tmp/slurm-localhost/etc/slurm.conf"
 
 

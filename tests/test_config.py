@@ -12,7 +12,7 @@ def test_default_is_the_scalerl_recipe():
     assert (cfg.loss.name, cfg.loss.eps_high, cfg.aggregation.name, cfg.normalization.name) == ("cispo", 4.0, "prompt", "batch")
     assert cfg.precision.lm_head_fp32 and cfg.filtering.zero_variance
     assert (cfg.curriculum.name, cfg.length.name, cfg.offpolicy.name, cfg.offpolicy.k) == (
-        "no_positive_resampling", "interruption", "pipeline", 2)  # k scaled for 100 steps (conf/offpolicy/)
+        "no_positive_resampling", "interruption", "pipeline", 2)  # k scaled for 100 steps (rlscale/conf/offpolicy/)
     assert compose_run_config(["offpolicy.k=8"]).offpolicy.k == 8
     assert cfg.optim.eps == 1e-15 and cfg.optim.weight_decay == 0.01
 

@@ -1,6 +1,6 @@
 """Typed schema of one run's configuration.
 
-Hydra composes ``conf/config.yaml`` (the ScaleRL recipe) from one config group per design axis; the
+Hydra composes ``rlscale/conf/config.yaml`` (the ScaleRL recipe) from one config group per design axis; the
 composed tree is merged into these dataclasses, so an unknown key or a value of the wrong type fails
 with the dotted name of the field at fault. Range checks that types cannot express live in
 ``rlscale.config.validate``. Section numbers refer to "The Art of Scaling Reinforcement Learning
@@ -258,7 +258,7 @@ class LoggerConfig:
 
 @dataclass
 class RunConfig:
-    """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
+    """One run: the ScaleRL recipe by default (rlscale/conf/config.yaml); rlscale/conf/baseline.yaml is Section 2's."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)

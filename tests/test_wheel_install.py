@@ -1,0 +1,66 @@
+"""The built wheel is all a user needs: installed into a fresh virtual environment (reusing this one's
+packages, so torch is not downloaded again) and run from a folder outside the repository, ``rlscale run``
+trains a 2-step run and ``rlscale sweep conf=loo --dry-run`` finds the packaged spec, configs and sbatch
+template (rlscale.paths)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sh(*args, cwd: Path, env=None) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, f"{args}: {result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def test_the_wheel_runs_from_another_folder(tmp_path):
+    source = tmp_path / "source"  # setuptools builds in the source tree: build a copy, never the checkout
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "results", "build", "dist",
+                                                                  "*.egg-info", "__pycache__", ".pytest_cache"))
+    sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "dist",
+       source, cwd=tmp_path)
+    wheel = next((tmp_path / "dist").glob("rlscale-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for packaged in ("rlscale/conf/config.yaml", "rlscale/conf/loss/cispo.yaml", "rlscale/sweeps/loo.yaml",
+                     "rlscale/slurm/run.sbatch.tmpl", "rlscale/report/templates/report.html.j2"):
+        assert packaged in names, packaged
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+
+    venv = tmp_path / "venv"
+    sh(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    purelib = next(venv.glob("lib/python*/site-packages"))
+    (purelib / "reuse.pth").write_text("\n".join(site.getsitepackages()) + "\n")  # after the venv's own
+    sh(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-deps", wheel,
+       cwd=tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RLSCALE_CONFIG_PATH")}
+    where = sh(venv / "bin" / "python", "-c", "import rlscale; print(rlscale.__file__)", cwd=elsewhere, env=env)
+    assert where.stdout.strip().startswith(str(purelib)), where.stdout
+
+    rlscale = venv / "bin" / "rlscale"
+    assert sh(rlscale, "--version", cwd=elsewhere, env=env).stdout.startswith("rlscale ")
+    run = sh(rlscale, "run", "trainer.max_steps=2", "trainer.eval_every=2", "task.val_size=20", cwd=elsewhere, env=env)
+    assert "done" in run.stdout
+    metrics = [json.loads(line) for line in (elsewhere / "results/default/run/metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics if m["kind"] == "train"] == [1, 2]
+    assert "step 2/2" in run.stderr  # piped: the plain progress line of the last step
+
+    dry = sh(rlscale, "sweep", "conf=loo", "--dry-run", "--seeds", "1", cwd=elsewhere, env=env)
+    assert "nothing submitted" in dry.stdout
+    record = json.loads((elsewhere / "results/loo/sweep.json").read_text())
+    assert record["variants"][0]["run_dir"] == "scalerl" and Path(record["spec"]).parent == purelib / "rlscale/sweeps"
+    assert "#SBATCH" in (elsewhere / "slurm/loo/scalerl.sbatch").read_text()
