@@ -22,10 +22,10 @@ def cli(*args: str):
     return CliRunner().invoke(app, list(args))
 
 
-def mini_spec(folder: Path) -> Path:
+def mini_spec(folder: Path, overrides=SHORT) -> Path:
     spec = folder / "mini.yaml"
     spec.write_text(yaml.safe_dump({"name": "mini", "kind": "list", "base": {"name": "scalerl"},
-                                    "overrides": SHORT, "variants": {"dapo": ["loss=dapo"]}}, sort_keys=False))
+                                    "overrides": list(overrides), "variants": {"dapo": ["loss=dapo"]}}, sort_keys=False))
     return spec
 
 
@@ -60,7 +60,7 @@ def test_an_absolute_record_of_a_moved_folder_still_reads(tmp_path, monkeypatch)
 def test_a_copied_finished_sweep_keeps_status_resume_fit_and_report(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "250")
-    spec = mini_spec(tmp_path)
+    spec = mini_spec(tmp_path, ["trainer.max_steps=4", "trainer.eval_every=1", "task.val_size=20"])  # 5 evals to fit
     first = cli("sweep", f"conf={spec}", "--seeds", "1", "--results", "res")
     assert first.exit_code == 0, first.output
     copy = tmp_path / "copied"
