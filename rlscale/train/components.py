@@ -14,6 +14,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config.schema import RunConfig
+from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.policy import count_parameters
 from rlscale.rl import LossSpec, NoPositiveResamplingPool
 from rlscale.tasks.base import Task
@@ -52,11 +53,16 @@ def pick_device(name: str) -> torch.device:
 
 
 def prepare_process(cfg: RunConfig) -> torch.device:
-    """Threads, seed and device of this process (every rank of a launch does the same)."""
+    """Threads, seed and device of this process (every rank of a launch does the same); on CUDA, the
+    persistent compile cache under ``cache_dir`` and the clock of compilation stalls."""
     if cfg.engine.threads > 0:
         torch.set_num_threads(cfg.engine.threads)
     torch.manual_seed(cfg.seed)
-    return pick_device(cfg.engine.device)
+    device = pick_device(cfg.engine.device)
+    if device.type == "cuda":
+        use_persistent_cache(cfg.cache_dir)
+        STALLS.hook_compiler()
+    return device
 
 
 def build_task(cfg: RunConfig) -> Task:

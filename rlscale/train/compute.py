@@ -1,8 +1,10 @@
 """Compute accounting for the x axis of the scaling curve (Section 2: C in GPU-hours).
 
 ``gpu_hours`` = device-seconds across all devices of the run / 3600. On CUDA: wall seconds of the
-training work (generation + updates, evaluation excluded) x devices. On CPU: core-seconds, measured
-as the CPU time of the process and its children. ``flops`` is analytic: 2 x params per processed
+training work (generation + updates, evaluation excluded) x devices, less the seconds spent compiling
+and capturing graphs (``rlscale.engines.compile_cost``: a fixed cost of starting a process, logged
+apart as ``compile_s``). On CPU: core-seconds, measured as the CPU time of the process and its
+children (CPU runs do not compile). ``flops`` is analytic: 2 x params per processed
 token for generation (prefill + decode), 6 x params per trained token, 2 x params per extra scoring
 forward (TIS or KL reference).
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass
+
+from rlscale.engines.compile_cost import STALLS
 
 
 def cpu_seconds() -> float:
@@ -62,12 +66,13 @@ class _Span:
         self.meter = meter
 
     def __enter__(self):
-        self.cpu0, self.wall0 = cpu_seconds(), time.perf_counter()
+        self.cpu0, self.wall0, self.stalled0 = cpu_seconds(), time.perf_counter(), STALLS.seconds
         return self
 
     def __exit__(self, *exc):
         if self.meter.device_type == "cuda":
-            seconds = (time.perf_counter() - self.wall0) * self.meter.num_devices
+            wall = time.perf_counter() - self.wall0 - (STALLS.seconds - self.stalled0)
+            seconds = max(0.0, wall) * self.meter.num_devices
         else:
             seconds = cpu_seconds() - self.cpu0
         self.meter.totals.device_seconds += seconds
