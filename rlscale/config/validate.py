@@ -6,6 +6,8 @@ from typing import List
 
 from omegaconf import DictConfig
 
+from rlscale.tasks.answer_format import ANSWER_FORMATS
+
 CHOICES = {
     "loss.name": ("grpo", "dapo", "gspo", "cispo"),
     "aggregation.name": ("prompt", "sample", "token"),
@@ -19,6 +21,7 @@ CHOICES = {
     "engine.learner": ("torch", "deepspeed"),
     "engine.device": ("auto", "cpu", "cuda"),
     "launcher.name": ("local", "slurm"),
+    "task.answer_format": ANSWER_FORMATS,
 }
 
 POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",
@@ -65,6 +68,12 @@ def validate(cfg: DictConfig) -> List[str]:
     lo, hi = (list(cfg.length.window) + [0, 0])[:2]
     if len(cfg.length.window) != 2 or not 0 < lo <= hi:
         problems.append(f"field 'length.window': must be [lo, hi] with 0 < lo <= hi, got {list(cfg.length.window)}")
+    think = cfg.generation.think
+    if not (isinstance(think, bool) or think == "auto"):
+        problems.append(f"field 'generation.think': must be true, false or auto, got {think!r}")
+    elif think is False and cfg.length.name == "interruption":
+        problems.append("field 'generation.think': false, but length=interruption needs a thinking trace; "
+                        "use length=penalty (or length.name=none) with thinking off")
     if not cfg.generation.temperature > 0:
         problems.append(f"field 'generation.temperature': must be > 0, got {cfg.generation.temperature}")
     b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]

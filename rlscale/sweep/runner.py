@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rlscale.results import RunState, atomic_write_text, read_status, write_status
-from rlscale.sweep.dispatch import alive, submit
+from rlscale.sweep.dispatch import alive, local_lanes, submit
 from rlscale.sweep.expand import expand
 from rlscale.sweep.resolve import ResolvedRun, resolve_runs, results_root
 from rlscale.sweep.sbatch import check_launcher, render_sbatch, script_path
@@ -57,6 +57,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
             check_launcher(run.cfg.launcher)
         except SpecError as err:
             raise SpecError(f"{spec.path}: variant '{run.run.variant}': {err}") from None
+    if runs and runs[0].cfg.launcher.name == "local":
+        local_lanes(runs)  # GPUs enough for launcher.gpus_per_node, before anything is written
     sweep_dir = results_root(request.results) / spec.name
     previous = read_record(sweep_dir)
     record = new_record(spec, runs, cli, request.seeds or spec.seeds, previous)
