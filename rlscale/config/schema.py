@@ -205,11 +205,13 @@ class EngineConfig:
 @dataclass
 class TrainerConfig:
     """Loop length and cadence. Eval: mean pass rate on the held-out split, ``eval_samples`` samples
-    per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2)."""
+    per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2).
+    ``eval_samples_logged``: completions of each eval written to the run's samples.jsonl (0 = none)."""
 
     max_steps: int = 100
     eval_every: int = 10
     eval_samples: int = 4
+    eval_samples_logged: int = 4
     checkpoint_every: int = 10
     truncation_warn: float = 0.10
 

@@ -29,7 +29,8 @@ POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer
             "task.train_size", "task.val_size", "optim.lr", "model.hidden_size", "model.num_layers",
             "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size")
 NON_NEGATIVE = ("batch.micro_batch", "offpolicy.k", "offpolicy.update_every_tokens", "optim.weight_decay",
-                "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads")
+                "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads",
+                "trainer.eval_samples_logged")
 
 
 def _get(cfg: DictConfig, dotted: str):
