@@ -15,6 +15,8 @@
 # launcher=local GPU lanes) | direct (one process per run, CUDA_VISIBLE_DEVICES dealt round robin; for
 # machines whose lanes would serialise the runs), EXTRA (Hydra overrides added to every run, e.g. the tiny
 # stand-in of a rehearsal), LANE_GPUS (launcher.gpus_per_node, default 1), SWEEP (default loo_smollm2).
+# launcher=local deals one lane per LANE_GPUS GPUs of CUDA_VISIBLE_DEVICES; a GPU listed twice there serves two
+# lanes (SmolLM2-135M leaves an H100 mostly idle: CUDA_VISIBLE_DEVICES=0,1,2,3,0,1,2,3,0 runs 9 runs at once).
 set -uo pipefail
 STAGE=${1:?stage}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,6 +107,7 @@ PYEOF
     CUDA_VISIBLE_DEVICES=${AGAIN_GPU:-0} "$PY" -m rlscale.train "$WORK/again" > "$WORK/again.log" 2>&1
     tail -2 "$WORK/again.log"
     "$PY" "$SRC/bench/smollm2_study.py" steps "$base" "$WORK/again"
+    "$PY" "$SRC/bench/smollm2_study.py" pack "$WORK/again" "$OUT/again.tar.gz"
     ;;
   *) echo "unknown stage $STAGE"; exit 2 ;;
 esac
