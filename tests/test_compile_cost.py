@@ -92,3 +92,28 @@ def test_the_compile_cache_lives_under_the_run_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", "/elsewhere")
     use_persistent_cache(tmp_path / "other")
     assert os.environ["TRITON_CACHE_DIR"] == "/elsewhere"
+
+
+def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
+    """The learner pads every batch to the run's longest prompt + completion (one compiled shape), and no
+    sampled sequence is longer than that."""
+    from rlscale.config import compose_run_config
+    from rlscale.config.schema import OptimConfig
+    from rlscale.engines.torch_generator import TorchGenerator
+    from rlscale.engines.torch_learner import TorchLearner
+    from rlscale.rl import LossSpec
+    from rlscale.train.components import build_task, longest_sequence, typed
+
+    cfg = typed(compose_run_config(["task.train_size=40"]))
+    task = build_task(cfg)
+    tok = CharTokenizer(cfg.length.phrase)
+    torch.manual_seed(0)
+    model = build_tiny_llama(cfg.model, tok.vocab_size).eval()
+    generator = TorchGenerator(model, tok, cfg.generation, cfg.length, True, torch.device("cpu"))
+    longest = longest_sequence(task, tok, generator)
+    prompts = [tok.encode_prompt(p.prompt) for p in task.train_problems()]
+    assert longest == max(map(len, prompts)) + generator.max_new_tokens
+    completions = generator.generate(prompts, torch.Generator().manual_seed(3))
+    assert max(len(c.prompt_ids) + len(c.tokens) for c in completions) <= longest
+    learner = TorchLearner(model, OptimConfig(), LossSpec("cispo", 0.0, 4.0), True, 1.0, max_width=longest)
+    assert {learner.padded_width(w) for w in range(1, longest + 1)} == {length_bucket(longest)}
