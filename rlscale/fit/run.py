@@ -111,13 +111,13 @@ def bootstrap_draws(run: RunFit, settings: FitSettings, fixed: Optional[SigmoidP
     ``fixed.A``. Shape (n_boot,)."""
     x, y, window = window_points(run, settings)
     space = search_space(settings, window)
-    weights = resample_weights(x.size, settings.n_boot, _rng(run, settings))
+    weights = resample_weights(x.size, settings.n_boot, bootstrap_rng(run, settings))
     if fixed is None:
         return fit_batch(x, y, run.R0, space, weights, start=(run.C_mid, run.B)).A
     return fit_batch(x, y, run.R0, space.with_fixed_a(fixed.A), weights, start=(fixed.C_mid, fixed.B)).B
 
 
-def _rng(run: RunFit, settings: FitSettings) -> np.random.Generator:
+def bootstrap_rng(run: RunFit, settings: FitSettings) -> np.random.Generator:
     """The bootstrap generator of a run: seeded by --seed and the run's name, so every draw is reproducible."""
     return np.random.default_rng([settings.seed, zlib.crc32(f"{run.sweep}/{run.variant}/{run.seed}".encode())])
 
@@ -161,7 +161,7 @@ def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpa
     intervals: List[Tuple[Optional[float], Optional[float]]] = [(None, None)] * len(settings.predict_at)
     if settings.n_boot > 0:
         ci = bootstrap_ci(x, y, run.R0, space, params, settings.predict_at, settings.n_boot, settings.ci_level,
-                          _rng(run, settings))
+                          bootstrap_rng(run, settings))
         (run.A_lo, run.A_hi), (run.B_lo, run.B_hi), (run.C_mid_lo, run.C_mid_hi) = ci.A, ci.B, ci.C_mid
         intervals = ci.predictions
     xs = np.asarray(run.points_x)
