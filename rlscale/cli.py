@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from rlscale.fit.command import fit_command
+from rlscale.plan.command import plan_command
 from rlscale.report.command import report_command
 from rlscale.sweep.command import status_command, sweep_command
 from rlscale.train.command import run_command
@@ -17,6 +18,7 @@ app.command("sweep", context_settings={"allow_interspersed_args": True})(sweep_c
 app.command("status")(status_command)
 app.command("fit")(fit_command)
 app.command("report")(report_command)
+app.command("plan")(plan_command)
 
 if __name__ == "__main__":
     app()

@@ -8,6 +8,9 @@ Status (RunFit.status) for a curve that loaded:
 - ``diverging``: the reward falls with compute (A below R0 by more than that);
 - ``repaired``: fitted, after tolerating bad input (torn or duplicate metrics lines, dropped NaN/inf
   points, a missing or unreadable config.yaml); the message says what was repaired;
+- ``pruned``: fitted, but the run was stopped early by its sweep's pruning (rlscale.sweep.prune): a
+  partial curve, never a full run, so it is left out of every comparison (like any status but ok and
+  repaired) while its fit stays in fits.json;
 - ``ok`` otherwise, with notes (A or C_mid at the edge of the box, no point beyond ``fit_until``, ...).
 
 A identified (RunFit.A_identified). A fitted run's A is not identified, and the comparisons keep it out
@@ -74,6 +77,8 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     run.A_identified = not run.A_identified_reason
     _add_extrapolation(run, curve, window, notes)
     run.power_law = _power_law(x, y, run, settings)
+    if curve.pruned:
+        return _finish(run, "pruned", [f"pruned by its sweep at x={curve.x[-1]:.4g}: partial curve"] + notes)
     return _finish(run, "repaired" if curve.repaired else "ok", notes)
 
 

@@ -94,7 +94,7 @@ def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settin
     scaling = varying if any(k in SCALE_KEYS for k in varying) else []
     groups = predicted_tiers(predictions, settings.margin, settings.ci_level)
     rows = [PlannedVariant(variant=p.variant, predicted=p.value, lo=p.lo, hi=p.hi, tier=tier, seeds=len(p.runs),
-                           identified=p.identified, setting={k: settings_of.get(p.variant, {}).get(k, "")
+                           identified=p.identified, setting={k: settings_of.get(p.variant, {}).get(k, "base")
                                                               for k in scaling})
             for tier, group in enumerate(groups, start=1) for p in group]
     best = [row for row in rows if row.tier == 1]

@@ -16,7 +16,7 @@ import shlex
 import subprocess
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Set
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 import submitit
 from omegaconf import OmegaConf
@@ -35,19 +35,24 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path) -> Dict[str, str]:
-    """Submit ``runs``; return {run folder name: job id}."""
+def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path,
+           rungs: Tuple[float, ...] = ()) -> Dict[str, str]:
+    """Submit ``runs``; return {run folder name: job id}. Local lanes pause at the pruning ``rungs``
+    (rlscale.sweep.job); SLURM tasks run through and are stopped by prune requests."""
     if not runs:
         return {}
     folder = Path(sweep_dir) / SUBMITIT_DIR / "%j"
-    return (_submit_local if launcher == "local" else _submit_slurm)(runs, folder)
+    if launcher == "local":
+        return _submit_local(runs, folder, rungs, Path(sweep_dir))
+    return _submit_slurm(runs, folder)
 
 
 def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
     return [shlex.join(words) for words in setup_commands(runs[0].cfg.launcher)]
 
 
-def _submit_local(runs: Sequence[ResolvedRun], folder: Path) -> Dict[str, str]:
+def _submit_local(runs: Sequence[ResolvedRun], folder: Path, rungs: Tuple[float, ...],
+                  sweep_dir: Path) -> Dict[str, str]:
     launcher = runs[0].cfg.launcher
     cores = usable_cores()
     lanes = max(1, min(len(runs), launcher.max_parallel or cores))
@@ -57,7 +62,8 @@ def _submit_local(runs: Sequence[ResolvedRun], folder: Path) -> Dict[str, str]:
         members = runs[lane::lanes]
         executor.update_parameters(timeout_min=int(launcher.timeout_min) * len(members),
                                    signal_delay_s=int(launcher.signal_delay_s), setup=_setup_lines(runs))
-        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=max(1, cores // lanes)))
+        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=max(1, cores // lanes),
+                                     rungs=rungs, sweep_dir=sweep_dir if rungs else None))
         jobs.update({r.run.name: str(job.job_id) for r in members})
     return jobs
 

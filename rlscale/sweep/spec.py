@@ -25,7 +25,8 @@ from rlscale.paths import CONF_DIR, SWEEPS_DIR
 
 KINDS = ("loo", "list", "grid")
 LAUNCHERS = ("local", "slurm")
-SPEC_FIELDS = ("name", "kind", "description", "base", "variants", "axes", "seeds", "launcher", "overrides")
+SPEC_FIELDS = ("name", "kind", "description", "base", "variants", "axes", "seeds", "launcher", "overrides",
+               "pruning")
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -65,6 +66,7 @@ class SweepSpec:
     launcher: str
     overrides: Tuple[str, ...]
     description: str = ""
+    pruning: Any = None
 
 
 def check_name(name: Any, where: str) -> str:
@@ -131,7 +133,7 @@ def load_spec(path: Path) -> SweepSpec:
         variants = _variants(path, data.get("variants"), base)
     return SweepSpec(path=path, name=name, kind=kind, base=base, variants=variants, axes=axes, seeds=seeds,
                      launcher=launcher, overrides=_overrides(path, "overrides", data.get("overrides", [])),
-                     description=str(data.get("description", "")))
+                     description=str(data.get("description", "")), pruning=data.get("pruning"))
 
 
 def _overrides(path: Path, where: str, value: Any) -> Tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from omegaconf import OmegaConf
 
@@ -13,9 +13,10 @@ from rlscale.results.atomic import atomic_write_text
 from rlscale.results.status import RunState, write_status
 
 
-def train_run_dir(run_dir: Path) -> str:
-    """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``; return the final
-    state written to status.json (done | failed | diverged)."""
+def train_run_dir(run_dir: Path, stop_at: Optional[int] = None) -> str:
+    """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``, pausing at step
+    ``stop_at`` if given; return the state written to status.json (done | failed | diverged | pruned, or
+    pending when paused)."""
     from rlscale.train.loop import train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -25,7 +26,7 @@ def train_run_dir(run_dir: Path) -> str:
     except ConfigError as err:
         write_status(run_dir, RunState.FAILED, str(err))
         return RunState.FAILED.value
-    return train(cfg, run_dir)
+    return train(cfg, run_dir, stop_at)
 
 
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force: bool = False) -> Path:
