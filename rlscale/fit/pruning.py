@@ -40,5 +40,5 @@ def decide(predictions: Sequence[VariantPrediction], margin: float, level: float
     for p in sorted(predictions, key=lambda p: (-p.value, p.variant)):
         d = None if p is best else gap(best, p, pooled, level)
         out.append(PruneDecision(variant=p.variant, predicted=p.value, lo=p.lo, hi=p.hi, gap=d,
-                                 pruned=d is not None and p.identified and separated(d, margin)))
+                                 pruned=bool(d is not None and p.identified and separated(d, margin))))
     return out
