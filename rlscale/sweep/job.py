@@ -69,7 +69,9 @@ class RunJob(submitit.helpers.Checkpointable):
         self.current = run_dir
         _limit_threads(self.threads)  # per run: a PipelineRL run splits the budget it finds
         try:
-            return train_run_dir(run_dir, None if fraction is None else rung_of(run_dir, fraction))
+            if fraction is None:
+                return train_run_dir(run_dir)
+            return train_run_dir(run_dir, stop_at=rung_of(run_dir, fraction))
         except Exception as err:  # one crashing run never stops the others
             write_status(run_dir, RunState.FAILED, f"{type(err).__name__}: {' '.join(str(err).split())}")
             return RunState.FAILED.value
