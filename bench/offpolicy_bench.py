@@ -55,7 +55,7 @@ def summarize(run_dir: Path, skip: int) -> ModeResult:
     measured = train_lines[skip:]
     wall = sum(r["step_seconds"] for r in measured)
     samples = sum(r["samples_per_s"] * r["step_seconds"] for r in measured)
-    core_s = 3600.0 * (measured[-1]["gpu_hours"] - before["gpu_hours"])
+    core_s = 3600.0 * (measured[-1]["core_hours"] - before["core_hours"])
     return ModeResult(samples_per_s=samples / wall, samples_per_core_s=samples / core_s,
                       generator_idle=sum(r["generator_idle_frac"] * r["step_seconds"] for r in measured) / wall,
                       trainer_idle=sum(r["trainer_wait_s"] for r in measured) / wall,

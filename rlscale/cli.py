@@ -2,6 +2,9 @@
 registers them, so ``rlscale --help`` stays fast."""
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import typer
 
 from rlscale.fit.command import fit_command
@@ -10,15 +13,37 @@ from rlscale.report.command import report_command
 from rlscale.sweep.command import status_command, sweep_command
 from rlscale.train.command import run_command
 
+
+def one_line_errors(command: Callable) -> Callable:
+    """Turn what the file system refuses (read-only folder, full disk, a file where a folder is due) and
+    refusals that protect results (a folder in use, a resume that would lose metrics) into one line on
+    stderr and exit status 1, instead of a traceback."""
+    from rlscale.results.errors import Refused
+    from rlscale.results.names import printable
+
+    @functools.wraps(command)
+    def wrapped(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except Refused as err:
+            typer.echo(printable(f"error: {err}"), err=True)
+        except OSError as err:
+            where = f"{err.filename}: " if err.filename else ""
+            typer.echo(printable(f"error: {where}{err.strerror or err}"), err=True)
+        raise typer.Exit(1)
+
+    return wrapped
+
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Run, fit and report RL-compute scaling experiments (ScaleRL).",
                   context_settings={"help_option_names": ["-h", "--help"]})
-app.command("run", context_settings={"allow_interspersed_args": True})(run_command)
-app.command("sweep", context_settings={"allow_interspersed_args": True})(sweep_command)
-app.command("status")(status_command)
-app.command("fit")(fit_command)
-app.command("report")(report_command)
-app.command("plan")(plan_command)
+app.command("run", context_settings={"allow_interspersed_args": True})(one_line_errors(run_command))
+app.command("sweep", context_settings={"allow_interspersed_args": True})(one_line_errors(sweep_command))
+app.command("status")(one_line_errors(status_command))
+app.command("fit")(one_line_errors(fit_command))
+app.command("report")(one_line_errors(report_command))
+app.command("plan")(one_line_errors(plan_command))
 
 if __name__ == "__main__":
     app()

@@ -40,6 +40,10 @@ def test_overrides_reach_the_typed_config():
     (["normalization=group", "batch.generations=1"], "batch.generations"),
     (["length.window=[10,5]"], "length.window"),
     (["curriculum.threshold=0"], "curriculum.threshold"),
+    (["curriculum.pool_size=2001"], "curriculum.pool_size"),  # larger than the training split
+    (["length.l_cache=0"], "length.l_cache"),
+    (["length.l_cache=8", "length.l_max=6"], "length.l_cache"),
+    (["length.l_max=40"], "length.l_cache"),                   # beyond the 24 + 8 token budget
 ])
 def test_invalid_configs_name_the_field(overrides, needle):
     with pytest.raises(ConfigError) as err:
@@ -52,3 +56,11 @@ def test_unknown_group_option_names_the_valid_ones():
     with pytest.raises(ConfigError) as err:
         compose_run_config(["loss=ppo2"])
     assert "cispo" in str(err.value) and "gspo" in str(err.value)
+
+
+def test_default_length_penalty_starts_where_the_papers_does():
+    """The paper's DAPO penalty (l_max 14k, l_cache 2k) starts at 12k of its 14,336-token budget, 84 %."""
+    cfg = compose_run_config([])
+    budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
+    assert (cfg.length.l_max - cfg.length.l_cache) / budget == pytest.approx(12_000 / 14_336, abs=0.01)
+    assert cfg.length.l_cache / cfg.length.l_max == pytest.approx(2_000 / 14_000, abs=0.02)

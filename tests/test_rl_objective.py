@@ -344,24 +344,42 @@ def test_gradient_accumulation_does_not_change_loss_or_gradient(loss, mode):
 
 # ---------------------------------------------------------------------------------------------------
 # Corrections: truncated importance sampling and the KL term.
-def test_truncated_importance_weight_is_capped_and_detached():
-    # prox / gen ratio per token: 3.0 everywhere in seq 0 (capped to 2), 0.5 in seq 1, 1 elsewhere.
-    tis = [[3.0] * 3, [0.5] * 2, [1.0] * 4, [1.0], [1.0] * 3, [1.0] * 2]
-    prox = gen_logp() + padded([[math.log(x) for x in row] for row in tis], 0.0)
+def test_truncated_importance_sampling_hand_computed():
+    """TIS (Yao et al. 2025; verl): rho = pi / pi_old, loss * sg(min(pi_old / pi_gen, cap)); pi_gen enters once.
+
+    One sequence of two tokens, cap 2, advantage A:
+        pi_old = pi (the learner before its update)  0.5   0.2
+        pi_gen                                       0.2   0.4
+        w = min(pi_old / pi_gen, 2)                  min(2.5, 2) = 2   0.5
+    cispo (eps_high 4), A = 1: rho = 1, loss = -1 * A * w * ln pi:
+        -2 ln 0.5 = 1.3862944,  -0.5 ln 0.2 = 0.8047190;  d loss / d ln pi = -A w = -2, -0.5.
+    grpo (0.2 / 0.2), A = -1: rho = 1 inside the clip range, loss = -rho A w = w = 2, 0.5;
+        d loss / d ln pi = -A w rho = 2, 0.5.
+    Measured against pi_gen instead (the ratio 2.5 times w, the factor counted twice) the cispo loss of the
+    first token would be -min(2.5, 4) * 2 * ln 0.5 = 6.93."""
+    pi, gen = torch.tensor([[0.5, 0.2]], dtype=F64), torch.tensor([[0.2, 0.4]], dtype=F64)
+    ones = torch.ones(1, 2, dtype=F64)
+    for name, eps_low, eps_high, adv, loss, grad in (
+            ("cispo", 0.0, 4.0, 1.0, [-2 * math.log(0.5), -0.5 * math.log(0.2)], [-2.0, -0.5]),
+            ("grpo", 0.2, 0.2, -1.0, [2.0, 0.5], [2.0, 0.5])):
+        logp = pi.log().requires_grad_()
+        out = policy_loss(LossInputs(logp=logp, gen_logp=gen.log(), advantages=torch.tensor([adv], dtype=F64),
+                                     mask=ones, prox_logp=pi.log()),
+                          LossSpec(name, eps_low=eps_low, eps_high=eps_high, tis_cap=2.0))
+        torch.testing.assert_close(out.per_token, torch.tensor([loss], dtype=F64))
+        out.per_token.sum().backward()
+        torch.testing.assert_close(logp.grad, torch.tensor([grad], dtype=F64))
+        assert out.ratio_mean.item() == pytest.approx(1.0)
+
+
+def test_truncated_importance_sampling_off_leaves_the_loss_unchanged():
+    """Without prox_logp, or with tis_cap None, rho is taken against pi_gen and no weight applies."""
     adv = torch.tensor(ADVANTAGES["none"], dtype=F64)
     spec = LossSpec("grpo", eps_low=0.2, eps_high=0.2, tis_cap=2.0)
-    plain_logp, tis_logp = logp_leaf(), logp_leaf()
-    plain = policy_loss(inputs(adv, plain_logp), SPECS["grpo"]).per_token
-    corrected = policy_loss(inputs(adv, tis_logp, prox_logp=prox), spec).per_token
-    factor = padded([[2.0] * 3, [0.5] * 2, [1.0] * 4, [1.0], [1.0] * 3, [1.0] * 2], 0.0)
-    torch.testing.assert_close(corrected, plain * factor)
-    plain.sum().backward()
-    corrected.sum().backward()
-    torch.testing.assert_close(tis_logp.grad, plain_logp.grad * factor)
-    # Without prox_logp, or with tis_cap None, nothing changes.
+    plain = policy_loss(inputs(adv, logp_leaf()), SPECS["grpo"]).per_token
     torch.testing.assert_close(policy_loss(inputs(adv, logp_leaf()), spec).per_token, plain)
-    torch.testing.assert_close(policy_loss(inputs(adv, logp_leaf(), prox_logp=prox), SPECS["grpo"]).per_token,
-                               plain)
+    torch.testing.assert_close(policy_loss(inputs(adv, logp_leaf(), prox_logp=padded(LOGP, -7.0)),
+                                           SPECS["grpo"]).per_token, plain)
 
 
 def test_kl_term_value():

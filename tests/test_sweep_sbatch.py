@@ -23,7 +23,8 @@ def test_launcher_config_becomes_sbatch_options(workdir):
     result = sweep("conf=loo", "launcher=slurm", "launcher.partition=gpu", "launcher.account=proj",
                    "launcher.qos=high", "launcher.gpus_per_node=2", "launcher.cpus_per_task=8",
                    "launcher.mem_gb=32", "launcher.timeout_min=240",
-                   "+launcher.extra_sbatch.constraint=h100", "+launcher.extra_sbatch.exclusive=true", "--dry-run")
+                   "+launcher.extra_sbatch.constraint=h100", "+launcher.extra_sbatch.exclusive=true", "--seeds", "1",
+                   "--dry-run")
     assert result.exit_code == 0, result.output
     script = (workdir / "slurm/loo/bf16_head.sbatch").read_text()
     run_dir = (workdir / "results/loo/bf16_head").resolve()
@@ -43,7 +44,7 @@ def test_script_values_are_quoted_and_never_executed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = sweep("conf=loo", f"launcher.partition={hydra_quote(evil)}", f"+launcher.extra_sbatch.comment="
                    f"{hydra_quote(evil)}", f"launcher.setup=[{hydra_quote('echo ' + evil)}]",
-                   f"length.phrase={hydra_quote(evil)}", "--results", str(results), "--dry-run")
+                   f"length.phrase={hydra_quote(evil)}", "--results", str(results), "--seeds", "1", "--dry-run")
     assert result.exit_code == 0, result.output
     script_path = tmp_path / "slurm/loo/scalerl.sbatch"
     script = script_path.read_text()

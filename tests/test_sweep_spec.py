@@ -32,7 +32,8 @@ def write_spec(folder: Path, **body) -> Path:
 
 def test_loo_is_scalerl_plus_one_reversion_per_axis(tmp_path):
     spec = load_spec(find_spec("loo"))
-    runs = resolve_runs(spec, expand(spec), [], tmp_path)
+    assert spec.seeds == 2
+    runs = resolve_runs(spec, expand(spec, seeds=1), [], tmp_path)
     assert [r.run.name for r in runs] == ["scalerl", *LOO_AXES]
     base = OmegaConf.to_container(runs[0].cfg)
     assert runs[0].run.axis is None and base["loss"]["name"] == "cispo"
@@ -67,7 +68,7 @@ def test_seeds_give_one_run_per_seed(workdir):
 
 
 def test_dry_run_writes_the_sweep_record_configs_and_scripts(workdir):
-    result = sweep("conf=loo", "loss=grpo", "--dry-run")
+    result = sweep("conf=loo", "loss=grpo", "--seeds", "1", "--dry-run")
     assert result.exit_code == 0, result.output
     record = json.loads((workdir / "results/loo/sweep.json").read_text())
     assert record["name"] == "loo" and record["kind"] == "loo" and record["base"] == "scalerl"
@@ -80,7 +81,7 @@ def test_dry_run_writes_the_sweep_record_configs_and_scripts(workdir):
     assert OmegaConf.load(workdir / "results/loo/loss_dapo/config.yaml").loss.name == "dapo"
     assert sorted(p.stem for p in (workdir / "slurm/loo").glob("*.sbatch")) == sorted(by_name)
     created = record["created"]
-    assert sweep("conf=loo", "loss=grpo", "--dry-run").exit_code == 0
+    assert sweep("conf=loo", "loss=grpo", "--seeds", "1", "--dry-run").exit_code == 0
     assert json.loads((workdir / "results/loo/sweep.json").read_text())["created"] == created
 
 

@@ -105,30 +105,37 @@ class FilteringConfig:
 @dataclass
 class CurriculumConfig:
     """No-Positive-Resampling (Section 3.2): prompts whose historical pass rate reaches ``threshold``
-    leave the pool for good. ``uniform``: the baseline's uniform resampling."""
+    leave the pool for good. ``uniform``: the baseline's uniform resampling. ``pool_size``: the RL pool is
+    the first ``pool_size`` training prompts (0 = the whole training split); the policy's warm-up still
+    sees the whole split. A pool that the run goes through several times lets the curriculum act: a
+    prompt removed in epoch e is absent from epoch e + 1 on (the paper's runs cross several epochs)."""
 
     name: str = "no_positive_resampling"
     threshold: float = 0.9
+    pool_size: int = 0
 
 
 @dataclass
 class LengthConfig:
     """Length control (Section 3.2). interruption: at a random think length in ``window`` the phrase
-    is appended and the answer generated; penalty: DAPO overlong penalty on correct traces,
-    clip((l_max - |y|) / l_cache - 1, -1, 0)."""
+    is appended and the answer generated (paper: [10k, 12k] of a 12,288-token think budget; here [20, 24]
+    of 24); penalty: DAPO overlong penalty on correct traces, clip((l_max - |y|) / l_cache - 1, -1, 0),
+    zero up to l_max - l_cache tokens. The paper's l_max 14k and l_cache 2k start the penalty at 12k, 84 %
+    of its 14,336-token budget (think + answer); here l_max 32 (the 24 + 8 budget) and l_cache 5 start it
+    at 27 tokens, 84 %. Checked: 0 < l_cache <= l_max <= max_think_tokens + max_answer_tokens."""
 
     name: str = "interruption"
-    window: List[int] = field(default_factory=lambda: [24, 32])
+    window: List[int] = field(default_factory=lambda: [20, 24])
     phrase: str = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
-    l_max: int = 28
-    l_cache: int = 8
+    l_max: int = 32
+    l_cache: int = 5
 
 
 @dataclass
 class GenerationConfig:
     """Sampling: think budget and answer budget in tokens (paper: 12,288 + 2,048), temperature."""
 
-    max_think_tokens: int = 32
+    max_think_tokens: int = 24
     max_answer_tokens: int = 8
     temperature: float = 1.0
 
@@ -196,9 +203,9 @@ class TrainerConfig:
     """Loop length and cadence. Eval: mean pass rate on the held-out split, ``eval_samples`` samples
     per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2)."""
 
-    max_steps: int = 100
-    eval_every: int = 10
-    eval_samples: int = 4
+    max_steps: int = 60
+    eval_every: int = 6
+    eval_samples: int = 1
     checkpoint_every: int = 10
     truncation_warn: float = 0.10
 

@@ -2,9 +2,12 @@
 starts with the dotted field name."""
 from __future__ import annotations
 
-from typing import List
+import math
+from typing import Iterator, List, Tuple
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
+
+from rlscale.results.names import name_problem
 
 CHOICES = {
     "loss.name": ("grpo", "dapo", "gspo", "cispo"),
@@ -24,9 +27,12 @@ CHOICES = {
 POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",
             "trainer.checkpoint_every", "generation.max_think_tokens", "generation.max_answer_tokens",
             "task.train_size", "task.val_size", "optim.lr", "model.hidden_size", "model.num_layers",
-            "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size")
+            "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size", "launcher.cpus_per_task",
+            "launcher.mem_gb", "launcher.timeout_min", "launcher.signal_delay_s", "launcher.array_parallelism")
 NON_NEGATIVE = ("batch.micro_batch", "offpolicy.k", "offpolicy.update_every_tokens", "optim.weight_decay",
-                "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads")
+                "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads",
+                "curriculum.pool_size", "launcher.gpus_per_node", "launcher.max_parallel", "seed")
+NAMES = ("sweep", "variant")  # they name the run's folder results/<sweep>/<variant>
 
 
 def _get(cfg: DictConfig, dotted: str):
@@ -38,7 +44,9 @@ def _get(cfg: DictConfig, dotted: str):
 
 def validate(cfg: DictConfig) -> List[str]:
     """Return every problem found (empty when the config is usable)."""
-    problems: List[str] = []
+    problems: List[str] = [f"field '{key}': must be a finite number, got {value}" for key, value in _floats(cfg)
+                           if not math.isfinite(value)]
+    problems += [f"field '{key}': {problem}" for key in NAMES if (problem := name_problem(cfg[key]))]
     for key, allowed in CHOICES.items():
         value = _get(cfg, key)
         if value not in allowed:
@@ -62,12 +70,33 @@ def validate(cfg: DictConfig) -> List[str]:
         problems.append(f"field 'loss.tis_cap': must be > 0 or null, got {cfg.loss.tis_cap}")
     if not 0 < cfg.curriculum.threshold <= 1:
         problems.append(f"field 'curriculum.threshold': must be in (0, 1], got {cfg.curriculum.threshold}")
+    if cfg.curriculum.pool_size > cfg.task.train_size:
+        problems.append(f"field 'curriculum.pool_size': must be <= task.train_size ({cfg.task.train_size}), "
+                        f"got {cfg.curriculum.pool_size}")
+    budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
+    if not 0 < cfg.length.l_cache <= cfg.length.l_max <= budget:
+        problems.append(f"field 'length.l_cache': need 0 < l_cache <= l_max <= max_think_tokens + "
+                        f"max_answer_tokens ({budget}), got l_cache={cfg.length.l_cache}, l_max={cfg.length.l_max}")
     lo, hi = (list(cfg.length.window) + [0, 0])[:2]
     if len(cfg.length.window) != 2 or not 0 < lo <= hi:
         problems.append(f"field 'length.window': must be [lo, hi] with 0 < lo <= hi, got {list(cfg.length.window)}")
     if not cfg.generation.temperature > 0:
         problems.append(f"field 'generation.temperature': must be > 0, got {cfg.generation.temperature}")
+    if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
+        problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
+                        f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")
     b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]
     if len(cfg.optim.betas) != 2 or not (0 <= b1 < 1 and 0 <= b2 < 1):
         problems.append(f"field 'optim.betas': must be two values in [0, 1), got {list(cfg.optim.betas)}")
     return problems
+
+
+def _floats(node, prefix: str = "") -> Iterator[Tuple[str, float]]:
+    """(dotted key, value) of every float in the config: none may be NaN or infinite."""
+    items = node.items() if isinstance(node, DictConfig) else enumerate(node) if isinstance(node, ListConfig) else ()
+    for key, value in items:
+        dotted = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
+        if isinstance(value, float):
+            yield dotted, value
+        elif isinstance(value, (DictConfig, ListConfig)):
+            yield from _floats(value, dotted)

@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from rlscale.fit.schema import X_UNITS
+from rlscale.options import FINITE, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
 
 X_CHOICES = ("auto",) + X_UNITS
 
@@ -60,8 +61,11 @@ def fit_command(
             raise UsageError(f"--x must be one of {', '.join(X_CHOICES)} (got {x!r})")
         if method not in METHODS:
             raise UsageError(f"--method must be one of {', '.join(METHODS)} (got {method!r})")
-        if margin < 0 or not 0 < ci < 1 or n_boot < 0 or jobs < 0:
-            raise UsageError("--margin must be >= 0, --ci in (0, 1), --n-boot >= 0, --jobs >= 0")
+        check_ranges({"--margin": (margin, NON_NEGATIVE), "--ci": (ci, OPEN_UNIT), "--n-boot": (n_boot, NON_NEGATIVE),
+                      "--jobs": (jobs, NON_NEGATIVE), "--seed": (seed, NON_NEGATIVE), "--r0": (r0, FINITE),
+                      "--predict-at": (predict_at, NON_NEGATIVE)})
+        if out is not None and out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out} is a file; it names the output folder")
         cut_abs, cut_frac = _amount(min_compute, "--min-compute")
         until_abs, until_frac = _amount(fit_until, "--fit-until")
         c_grid = list(_grid(c_mid_grid, "--c-mid-grid", integer_last=True)) if c_mid_grid else None
@@ -72,7 +76,7 @@ def fit_command(
         with err.status("fitting...") as status:
             results = fit_results(results_dir, settings, jobs=jobs or os.cpu_count() or 1,
                                   progress=lambda done, total: status.update(f"fitting run {done}/{total}"))
-    except (UsageError, SourceError) as exc:
+    except (UsageError, OptionError, SourceError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     if not results.runs:
@@ -96,8 +100,8 @@ def _amount(text: Optional[str], option: str) -> Tuple[Optional[float], Optional
         value = float(text.rstrip("%"))
     except ValueError:
         raise UsageError(f"{option} takes a compute value or a percentage like 50% (got {text!r})") from None
-    if value < 0 or (text.endswith("%") and value > 100):
-        raise UsageError(f"{option} must be >= 0 (a percentage at most 100%) (got {text!r})")
+    if not NON_NEGATIVE.holds(value) or (text.endswith("%") and value > 100):
+        raise UsageError(f"{option} must be {NON_NEGATIVE.describe()} (a percentage at most 100%) (got {text!r})")
     return (None, value / 100) if text.endswith("%") else (value, None)
 
 

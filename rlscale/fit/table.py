@@ -14,6 +14,7 @@ from rich.table import Table
 
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
+from rlscale.results.names import printable, shown
 
 _STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
 
@@ -23,12 +24,12 @@ def render(results: FitResults, console: Console) -> None:
     console.print(_runs_table(results))
     for r in results.runs:
         if r.message:
-            console.print(f"  {_name(r, results)}: {r.message}", markup=False, highlight=False)
+            console.print(printable(f"  {_name(r, results)}: {r.message}"), markup=False, highlight=False)
     for sweep in sorted({c.sweep for c in results.comparison}):
         rows = [c for c in results.comparison if c.sweep == sweep]
         noise = eval_noise(results.runs, sweep, s.margin)
         if noise is not None and noise.flagged:
-            console.print(f"[yellow]{sweep or 'runs'}: {noise.describe()}[/yellow]", highlight=False)
+            console.print(printable(f"{sweep or 'runs'}: {noise.describe()}"), style="yellow", markup=False, highlight=False)
         console.print(_ranking_table(sweep, [c for c in rows if c.kind == "rank"], results))
         loo = [c for c in rows if c.kind == "loo"]
         if loo:
@@ -53,7 +54,7 @@ def _runs_table(results: FitResults) -> Table:
         table.add_column(col, justify="left" if col in ("run", "status") else "right")
     for r in results.runs:
         identified = {None: "-", True: "yes", False: "[yellow]no[/yellow]"}[r.A_identified]
-        row = [_name(r, results), str(r.n_points), _f(r.cutoff, ".4g"), _f(r.R0, ".3f"),
+        row = [shown(_name(r, results)), str(r.n_points), _f(r.cutoff, ".4g"), _f(r.R0, ".3f"),
                _ci(r.A, r.A_lo, r.A_hi, ".3f"), identified,
                _ci(r.B, r.B_lo, r.B_hi, ".2f"), _f(r.C_mid, ".4g"), _f(r.r2, ".3f")] + [_f(r.eval_se, ".3g")] * se
         if extrap:
@@ -69,7 +70,7 @@ def _runs_table(results: FitResults) -> Table:
 
 def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -> Table:
     s: FitSettings = results.settings
-    table = Table(title=f"{sweep or 'runs'}: ranked by A in tiers (a new tier where dA is beyond +-{s.margin:g} and "
+    table = Table(title=f"{shown(sweep or 'runs')}: ranked by A in tiers (a new tier where dA is beyond +-{s.margin:g} and "
                         f"resolved), then by B at the tier's mean A; '=' marks ties")
     for col in ("#", "variant", "A (seed sd)", "dA [CI]", "B (seed sd)", "dB [CI] at fixed A", "interval", "note"):
         table.add_column(col, justify="left" if col in ("variant", "note", "interval") else "right")
@@ -77,25 +78,25 @@ def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -
     for c in rows:
         seeds = spread.get((c.sweep, c.variant))
         rank = "-" if c.rank is None else f"{c.rank}{'=' if c.tie else ''}"
-        table.add_row(rank, c.variant, _f(c.A, ".3f") + (f" ({seeds.seed_std_A:.3f})" if seeds else ""),
+        table.add_row(rank, shown(c.variant), _f(c.A, ".3f") + (f" ({seeds.seed_std_A:.3f})" if seeds else ""),
                       _ci(c.dA, c.dA_lo, c.dA_hi, "+.3f"),
                       _f(c.B, ".2f") + (f" ({seeds.seed_std_B:.2f})" if seeds else ""),
-                      _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source, c.note)
+                      _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source, shown(c.note))
     return table
 
 
 def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
     a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
     effect = next((c.min_effect_B for c in rows if c.min_effect_B is not None), None)
-    table = Table(title=f"{sweep}: leave-one-out, B refit with A fixed at the mean of identified runs "
+    table = Table(title=f"{shown(sweep)}: leave-one-out, B refit with A fixed at the mean of identified runs "
                         f"{_f(a_fixed, '.3f')}; ceiling: |dA| > {s.margin:g}, efficiency: |dB| >= "
                         f"{_f(effect, '.2f')} (minimum effect), each with a {s.ci_level:.0%} interval excluding 0")
     for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]") else "left")
     for c in rows:
-        table.add_row(c.variant, c.axis or "-", _f(c.A, ".3f"), _ci(c.dA, c.dA_lo, c.dA_hi, "+.3f"),
+        table.add_row(shown(c.variant), shown(c.axis or "-"), _f(c.A, ".3f"), _ci(c.dA, c.dA_lo, c.dA_hi, "+.3f"),
                       _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source,
-                      c.verdict_text or c.note)
+                      shown(c.verdict_text or c.note))
     return table
 
 

@@ -12,8 +12,8 @@ def report_command(
     results_dir: Path = typer.Argument(Path("results"), help="Results folder (runs and fits.json)."),
     html: bool = typer.Option(False, "--html", help="Write one self-contained HTML file instead of the "
                                                     "terminal summary."),
-    out: Optional[Path] = typer.Option(None, "--out", help="The HTML file (implies --html; default "
-                                                           "RESULTS_DIR/report.html)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="The HTML file (implies --html; "
+                                       "default RESULTS_DIR/report.html; fits refitted then are not saved)."),
     figures: Optional[Path] = typer.Option(None, "--figures", help="Also write each figure as a file "
                                                                    "into this folder."),
     format: str = typer.Option("png", "--format", help="Format of the --figures files: png, pdf or svg."),
@@ -29,27 +29,33 @@ def report_command(
     from rlscale.report.plotting import FORMATS
     from rlscale.report.pool import workers
     from rlscale.report.terminal import print_summary
+    from rlscale.results.names import printable
 
     if format not in FORMATS:
         raise typer.BadParameter(f"{format!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
     err = Console(stderr=True)
     if not results_dir.is_dir():
-        err.print(Text(f"no results folder {results_dir}", style="red"))
+        err.print(Text(printable(f"no results folder {results_dir}"), style="red"))
+        raise typer.Exit(2)
+    misplaced = _misplaced(out, figures)
+    if misplaced:
+        err.print(Text(printable(f"error: {misplaced}"), style="red"))
         raise typer.Exit(2)
     html = html or out is not None
     n_workers = workers()
-    report = load_report(results_dir, load_fits(results_dir, log=lambda line: err.print(Text(line))), n_workers)
+    fits = load_fits(results_dir, log=lambda line: err.print(Text(printable(line))), save=out is None)
+    report = load_report(results_dir, fits, n_workers)
     if not report.runs:
-        err.print(Text(f"no runs under {results_dir} (folders holding metrics.jsonl)", style="yellow"))
+        err.print(Text(printable(f"no runs under {results_dir} (folders holding metrics.jsonl)"), style="yellow"))
     written = write_report(report, html=(out or results_dir / "report.html") if html else None,
                            figures=figures, fmt=format, logx=logx, n_workers=n_workers)
     if not html:
         print_summary(report, Console())
         _print_plan(results_dir, Console())
     if written.html is not None:
-        err.print(Text(f"wrote {written.html} ({len(report.sweeps)} sweeps, {len(report.runs)} runs)"))
+        err.print(Text(printable(f"wrote {written.html} ({len(report.sweeps)} sweeps, {len(report.runs)} runs)")))
     if written.figures:
-        err.print(Text(f"wrote {len(written.figures)} figures to {figures}"))
+        err.print(Text(printable(f"wrote {len(written.figures)} figures to {figures}")))
 
 
 def _print_plan(results_dir: Path, console) -> None:
@@ -68,3 +74,12 @@ def _print_plan(results_dir: Path, console) -> None:
             return
         for table in tables:
             console.print(table)
+
+
+def _misplaced(out: Optional[Path], figures: Optional[Path]) -> Optional[str]:
+    """A folder where --out names a file, or a file where --figures names a folder."""
+    if out is not None and out.is_dir():
+        return f"--out {out} is a folder; it names the HTML file"
+    if figures is not None and figures.exists() and not figures.is_dir():
+        return f"--figures {figures} is a file; it names a folder"
+    return None

@@ -22,8 +22,10 @@ def stale_reason(results_dir: Path) -> Optional[str]:
     return None
 
 
-def load_fits(results_dir: Path, log: Callable[[str], None]) -> FitResults:
-    """fits.json, after running the fitter with the previous settings (or the defaults) when stale."""
+def load_fits(results_dir: Path, log: Callable[[str], None], save: bool = True) -> FitResults:
+    """fits.json, after running the fitter with the previous settings (or the defaults) when stale. The
+    new fits are written into ``results_dir`` when ``save`` and the folder takes them (a read-only
+    results folder is reported, not an error: the report uses the fits in memory)."""
     results_dir = Path(results_dir)
     reason = stale_reason(results_dir)
     previous = _try_load(results_dir / FITS_JSON)
@@ -34,7 +36,11 @@ def load_fits(results_dir: Path, log: Callable[[str], None]) -> FitResults:
     log(f"{reason or f'{FITS_JSON} is unreadable'}: running rlscale fit on {results_dir}")
     settings = replace(previous.settings, x=previous.settings.x_requested) if previous is not None else FitSettings()
     results = fit_results(results_dir, settings)
-    write_outputs(results, results_dir)
+    if save:
+        try:
+            write_outputs(results, results_dir)
+        except OSError as err:
+            log(f"fits not saved in {results_dir}: {err.strerror or err}")
     return results
 
 

@@ -13,20 +13,21 @@ from rlscale.fit.schema import axis_label
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import UNFINISHED_STATES, ReportData
 from rlscale.report.summary import summarize
+from rlscale.results.names import printable
 
 
 def print_summary(report: ReportData, console: Console) -> None:
     s = report.settings
-    console.print(Text(f"{report.results_dir}: {len(report.sweeps)} sweeps, {len(report.runs)} runs. "
+    console.print(Text(printable(f"{report.results_dir}: {len(report.sweeps)} sweeps, {len(report.runs)} runs. "
                        f"Fit: x={axis_label(s.x)}, cutoff={s.cutoff_rule or '-'}, fit_until={num(s.fit_until, 0)}, "
-                       f"method={s.method}, margin on A={s.margin}"))
+                       f"method={s.method}, margin on A={s.margin}")))
     overview = Table(title="Sweeps", title_justify="left")
     for column in ("sweep", "runs", "states", "fits ok", "A not identified", "highest A", "highest B",
                    "truncation > 10 %", "eval SE"):
         overview.add_column(column)
     summaries = summarize(report)
     for sm in summaries:
-        overview.add_row(*map(Text, (
+        overview.add_row(*map(_text, (
             sm.name, str(sm.n_runs), " ".join(f"{k}={v}" for k, v in sm.states.items()), str(sm.n_fit_ok),
             str(sm.n_unidentified), f"{sm.best_A.name} ({num(sm.best_A.value)})" if sm.best_A else "-",
             f"{sm.best_B.name} ({num(sm.best_B.value, 2)})" if sm.best_B else "-",
@@ -34,9 +35,9 @@ def print_summary(report: ReportData, console: Console) -> None:
     console.print(overview)
     for sm in summaries:
         if sm.noise is not None and sm.noise.flagged:
-            console.print(Text(f"{sm.name}: {sm.noise.describe()}", style="yellow"))
+            console.print(Text(printable(f"{sm.name}: {sm.noise.describe()}"), style="yellow"))
     for sweep in report.sweeps:
-        table = Table(title=f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A ('=': tie)",
+        table = Table(title=Text(printable(f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A ('=': tie)")),
                       title_justify="left")
         for column in ("rank", "variant", "state", "A", "A CI", "B", "C_mid", "fit"):
             table.add_column(column, justify="right" if column in ("rank", "A", "B", "C_mid") else "left")
@@ -46,21 +47,25 @@ def print_summary(report: ReportData, console: Console) -> None:
             f = run.fit
             numbers = ((num(f.A), ci(f.A_lo, f.A_hi), num(f.B, 2), num(f.C_mid, 0)) if run.fit_ok
                        else ("-", "", "-", "-"))
-            table.add_row(*map(Text, (rank, run.name, run.state, *numbers, "ok" if run.fit_ok else run.fit_message)))
+            table.add_row(*map(_text, (rank, run.name, run.state, *numbers, "ok" if run.fit_ok else run.fit_message)))
         console.print(table)
         if sweep.loo:
             console.print(_loo_table(sweep))
     stopped = [run for run in report.runs if run.state in UNFINISHED_STATES]
     for run in stopped:
-        console.print(Text(f"{run.state}: {run.sweep}/{run.name}: {run.reason}", style="red"))
+        console.print(Text(printable(f"{run.state}: {run.sweep}/{run.name}: {run.reason}"), style="red"))
 
 
 def _loo_table(sweep) -> Table:
-    table = Table(title=f"{sweep.name}: leave-one-out (B at the sweep's fixed A)", title_justify="left")
+    table = Table(title=Text(printable(f"{sweep.name}: leave-one-out (B at the sweep's fixed A)")), title_justify="left")
     for column in ("variant", "axis", "dA [CI]", "dB [CI]", "interval", "verdict"):
         table.add_column(column, justify="right" if column.startswith("d") else "left")
     for row in sweep.loo:
-        table.add_row(*map(Text, (row.variant, row.axis or "-", signed_ci(row.dA, row.dA_lo, row.dA_hi),
+        table.add_row(*map(_text, (row.variant, row.axis or "-", signed_ci(row.dA, row.dA_lo, row.dA_hi),
                                   signed_ci(row.dB, row.dB_lo, row.dB_hi, 2), row.interval_source,
                                   row.verdict_text or row.note)))
     return table
+
+
+def _text(value: str) -> Text:
+    return Text(printable(value))

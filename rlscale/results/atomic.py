@@ -1,6 +1,7 @@
 """Atomic writes: write a temporary file in the same folder, fsync, then rename over the target."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -19,7 +20,12 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     an ordinary open() would give, not mkstemp's 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder, a file is due here", str(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:  # name the file asked for, not the temporary one
+        raise type(err)(err.errno, err.strerror, str(path)) from None
     os.close(fd)
     try:
         write(Path(tmp))

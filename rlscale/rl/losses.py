@@ -22,8 +22,13 @@ not, and get neither loss nor gradient.
   the gradient flows only through log pi. There is no lower clip (lower bound 0): eps_low is unused.
 
 Corrections applied on top of any loss, per token:
-- ``tis_cap``: truncated importance sampling for the trainer/generator mismatch,
-  loss * sg(min(exp(prox_logp - gen_logp), tis_cap)), when ``prox_logp`` is given (else skipped).
+- ``tis_cap``: truncated importance sampling (TIS) for the trainer/generator mismatch, as Yao et al. 2025
+  ("Your efficient RL framework secretly brings you off-policy RL training") and verl define it. With
+  ``prox_logp`` = log pi_old, the learner's own log-prob of the batch under the weights before this update
+  (no gradient), the loss's ratio is taken against the learner's old policy, rho = pi_train / pi_old, and
+  the per-token loss is multiplied by w = sg(min(pi_old / pi_gen, tis_cap)). The generator's probability
+  thus enters once, through w, never twice. Without ``prox_logp`` the correction is skipped and rho is
+  taken against pi_gen as above.
 - ``kl_coef`` > 0: + kl_coef * k3, k3 = exp(ref_logp - logp) - (ref_logp - logp) - 1 (Schulman's
   unbiased, non-negative estimator of KL(pi || pi_ref)). The paper uses no KL term (Section 2).
 """
@@ -47,7 +52,8 @@ class LossInputs:
     gen_logp:   [N, T] the generator's log-prob of that token, recorded at sampling time.
     advantages: [N] one advantage per sequence (``rlscale.rl.advantages``).
     mask:       [N, T] float, 1 = completion token in the loss, 0 = not.
-    prox_logp:  [N, T] or None, the trainer's log-prob before this update (no grad), for ``tis_cap``.
+    prox_logp:  [N, T] or None, the learner's log-prob under the weights before this update (no grad),
+                pi_old of ``tis_cap``.
     ref_logp:   [N, T] or None, the reference policy's log-prob, for the KL term.
     """
 
@@ -77,7 +83,7 @@ class LossSpec:
     name:     "grpo" | "dapo" | "gspo" | "cispo".
     eps_low:  lower clip, ratio >= 1 - eps_low (grpo, dapo, gspo; unused by cispo).
     eps_high: upper clip, ratio <= 1 + eps_high (grpo, dapo, gspo); cispo's cap on the ratio itself.
-    tis_cap:  truncated-IS cap on pi_prox / pi_gen, None = off.
+    tis_cap:  truncated-IS cap on pi_old / pi_gen (the learner's old policy over the generator's), None = off.
     kl_coef:  weight of the k3 KL term to ``ref_logp``, 0 = off.
     """
 
@@ -174,8 +180,8 @@ def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
 
 
 def truncated_is_weight(prox_logp: Tensor, gen_logp: Tensor, cap: float) -> Tensor:
-    """[N, T] sg(min(pi_prox / pi_gen, cap)): the truncated importance weight correcting for the
-    trainer/generator mismatch (no gradient)."""
+    """[N, T] sg(min(pi_old / pi_gen, cap)): the truncated importance weight correcting for the
+    trainer/generator mismatch (no gradient); ``prox_logp`` is the learner's log pi_old."""
     return (prox_logp - gen_logp).detach().exp().clamp(max=cap)
 
 
@@ -193,13 +199,14 @@ def policy_loss(inp: LossInputs, spec: LossSpec) -> LossOutputs:
     valid = inp.mask > 0
     logp = torch.where(valid, inp.logp, 0.0)
     gen_logp = torch.where(valid, inp.gen_logp, 0.0)
-    tokens = _Tokens(logp=logp, log_ratio=logp - gen_logp, advantages=inp.advantages.unsqueeze(-1),
+    tis = spec.tis_cap is not None and inp.prox_logp is not None
+    old_logp = torch.where(valid, inp.prox_logp, 0.0) if tis else gen_logp
+    tokens = _Tokens(logp=logp, log_ratio=logp - old_logp, advantages=inp.advantages.unsqueeze(-1),
                      mask=inp.mask)
     term = _LOSSES[spec.name](tokens, spec)
     per_token = term.loss
-    if spec.tis_cap is not None and inp.prox_logp is not None:
-        per_token = per_token * truncated_is_weight(torch.where(valid, inp.prox_logp, 0.0), gen_logp,
-                                                    spec.tis_cap)
+    if tis:
+        per_token = per_token * truncated_is_weight(old_logp, gen_logp, spec.tis_cap)
     if spec.kl_coef > 0 and inp.ref_logp is None:
         raise ValueError("kl_coef > 0 needs ref_logp")
     kl = None

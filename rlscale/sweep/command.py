@@ -1,15 +1,18 @@
 """``rlscale sweep`` and ``rlscale status``: the command-line faces of ``rlscale.sweep``."""
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import typer
 from rich.console import Console
 
 from rlscale.sweep.progress import collect, refs_under
+from rlscale.results.lock import FolderLock
+from rlscale.results.names import printable, shown
 from rlscale.sweep.prune import advance, pruning_summary
-from rlscale.sweep.runner import SweepRequest, plan_sweep, submit_sweep, write_scripts, write_sweep
+from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.table import progress_table, variants_table, watch
 
@@ -32,26 +35,38 @@ def sweep_command(
     (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. Rerunning
     the same command skips finished runs and resubmits failed or missing ones."""
     console = Console()
-    try:
-        plan = plan_sweep(SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results,
-                                       prune=prune, resume_pruned=resume_pruned))
-        write_sweep(plan, force=force, reason="not submitted (dry run)" if dry_run else "queued")
-        if dry_run:
-            console.print(variants_table(f"sweep {plan.spec.name} ({plan.spec.kind}, {plan.record.launcher})",
-                                         plan.runs, plan.spec.base.name))
-            scripts = write_scripts(plan)
-            console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/ and the run configs "
-                          f"under {plan.sweep_dir}/; nothing submitted")
-            return
-        jobs = submit_sweep(plan)
-    except SpecError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+    request = SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results, prune=prune,
+                           resume_pruned=resume_pruned)
+    with ExitStack() as held:
+        try:
+            plan = plan_sweep(request)  # validates every variant; writes nothing
+            held.enter_context(FolderLock(plan.sweep_dir, "sweep folder"))  # until the sweep is watched to its end
+            plan = decide(plan.spec, plan.sweep_dir, plan.runs, plan.cli, request)
+            write_sweep(plan, force=force, reason="not submitted (dry run)" if dry_run else "queued")
+            if dry_run:
+                console.print(variants_table(f"sweep {plan.spec.name} ({plan.spec.kind}, {plan.record.launcher})",
+                                             plan.runs, plan.spec.base.name))
+                scripts = write_scripts(plan)
+                console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/ and the run configs "
+                              f"under {plan.sweep_dir}/; nothing submitted", markup=False)
+                return
+            jobs = submit_sweep(plan)
+        except SpecError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2)
+        except SubmissionFailed as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(1)
+        _follow(plan, jobs, detach, console)
+
+
+def _follow(plan: SweepPlan, jobs: Dict[str, str], detach: bool, console: Console) -> None:
+    """Say what was submitted, then (unless ``detach``) show progress until every run is finished."""
     skipped = ", ".join(f"{name} ({why})" for name, why in plan.skipped.items())
     console.print(f"sweep {plan.spec.name}: submitted {len(jobs)} run(s) via {plan.record.launcher}"
-                  + (f"; skipped {skipped}" if skipped else ""))
+                  + (f"; skipped {skipped}" if skipped else ""), markup=False)
     if detach:
-        console.print(f"detached; follow with: rlscale status {plan.sweep_dir}")
+        console.print(f"detached; follow with: rlscale status {plan.sweep_dir}", markup=False)
         return
     refs = refs_under(plan.sweep_dir)
     pruning = plan.pruning if plan.rungs or plan.record.launcher != "local" else None
@@ -79,7 +94,7 @@ def status_command(results_dir: Path = typer.Argument(Path("results"), help="res
                                                       "or a run folder")) -> None:
     """Show the state, step, latest validation reward and ETA of every run under RESULTS_DIR."""
     if not results_dir.exists():
-        typer.echo(f"error: {results_dir}: no such folder", err=True)
+        typer.echo(f"error: {printable(results_dir)}: no such folder", err=True)
         raise typer.Exit(2)
     try:
         refs = refs_under(results_dir)
@@ -87,6 +102,6 @@ def status_command(results_dir: Path = typer.Argument(Path("results"), help="res
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     if not refs:
-        typer.echo(f"no runs under {results_dir}")
+        typer.echo(f"no runs under {printable(results_dir)}")
         return
-    Console().print(progress_table(collect(refs), title=f"runs under {results_dir}"))
+    Console().print(progress_table(collect(refs), title=f"runs under {shown(results_dir)}"))

@@ -16,7 +16,7 @@ import shlex
 import subprocess
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import submitit
 from omegaconf import OmegaConf
@@ -35,29 +35,30 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path,
-           rungs: Tuple[float, ...] = ()) -> Dict[str, str]:
-    """Submit ``runs``; return {run folder name: job id}. Local lanes pause at the pruning ``rungs``
+def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path, jobs: Dict[str, str],
+           rungs: Tuple[float, ...] = ()) -> None:
+    """Submit ``runs``, adding {run folder name: job id} to ``jobs`` as each job is taken (so a failure
+    half-way leaves in ``jobs`` the runs that were submitted). Local lanes pause at the pruning ``rungs``
     (rlscale.sweep.job); SLURM tasks run through and are stopped by prune requests."""
     if not runs:
-        return {}
+        return
     folder = Path(sweep_dir) / SUBMITIT_DIR / "%j"
     if launcher == "local":
-        return _submit_local(runs, folder, rungs, Path(sweep_dir))
-    return _submit_slurm(runs, folder)
+        _submit_local(runs, folder, jobs, rungs, Path(sweep_dir))
+    else:
+        _submit_slurm(runs, folder, jobs)
 
 
 def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
     return [shlex.join(words) for words in setup_commands(runs[0].cfg.launcher)]
 
 
-def _submit_local(runs: Sequence[ResolvedRun], folder: Path, rungs: Tuple[float, ...],
-                  sweep_dir: Path) -> Dict[str, str]:
+def _submit_local(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str], rungs: Tuple[float, ...] = (),
+                  sweep_dir: Optional[Path] = None) -> None:
     launcher = runs[0].cfg.launcher
     cores = usable_cores()
     lanes = max(1, min(len(runs), launcher.max_parallel or cores))
     executor = submitit.LocalExecutor(folder=folder)
-    jobs: Dict[str, str] = {}
     for lane in range(lanes):
         members = runs[lane::lanes]
         executor.update_parameters(timeout_min=int(launcher.timeout_min) * len(members),
@@ -65,14 +66,12 @@ def _submit_local(runs: Sequence[ResolvedRun], folder: Path, rungs: Tuple[float,
         job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=max(1, cores // lanes),
                                      rungs=rungs, sweep_dir=sweep_dir if rungs else None))
         jobs.update({r.run.name: str(job.job_id) for r in members})
-    return jobs
 
 
-def _submit_slurm(runs: Sequence[ResolvedRun], folder: Path) -> Dict[str, str]:
+def _submit_slurm(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str]) -> None:
     groups: Dict[str, List[ResolvedRun]] = defaultdict(list)
     for run in runs:  # one array per distinct launcher config
         groups[json.dumps(OmegaConf.to_container(run.cfg.launcher), sort_keys=True)].append(run)
-    jobs: Dict[str, str] = {}
     for members in groups.values():
         launcher = members[0].cfg.launcher
         options = sbatch_options(launcher)
@@ -87,7 +86,6 @@ def _submit_slurm(runs: Sequence[ResolvedRun], folder: Path) -> Dict[str, str]:
             submitted = [executor.submit(RunJob(run_dirs=(r.run_dir,), threads=int(launcher.cpus_per_task)))
                          for r in members]
         jobs.update({r.run.name: str(job.job_id) for r, job in zip(members, submitted)})
-    return jobs
 
 
 def alive(launcher: str, job_ids: Iterable[str]) -> Set[str]:

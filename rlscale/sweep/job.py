@@ -22,6 +22,7 @@ from typing import Dict, Optional, Tuple
 import submitit
 
 from rlscale.results import RunState, read_status, write_status
+from rlscale.results.lock import FolderBusy
 from rlscale.results.status import prune_request
 
 FINISHED = (RunState.DONE.value, RunState.DIVERGED.value, RunState.PRUNED.value)
@@ -43,13 +44,14 @@ class RunJob(submitit.helpers.Checkpointable):
 
         states: Dict[str, str] = {}
         for index, fraction in enumerate((*self.rungs, None)):
-            for run_dir in self.run_dirs:  # a run that failed in this job is not retried by it
-                if states.get(run_dir.name) != RunState.FAILED.value:
+            for run_dir in self.run_dirs:  # a run that failed or was busy in this job is not retried by it
+                if not states.get(run_dir.name, "").startswith((RunState.FAILED.value, "busy")):
                     states[run_dir.name] = self._train(run_dir, fraction)
             if fraction is not None:
                 wait_for_rung(self.sweep_dir, index)
         self.current = None
-        failed = sorted(name for name, state in states.items() if state == RunState.FAILED.value)
+        failed = sorted(name for name, state in states.items() if state == RunState.FAILED.value
+                        or state.startswith("busy"))
         if failed:
             raise RuntimeError(f"failed runs: {', '.join(failed)} (see their status.json)")
         return states
@@ -72,6 +74,8 @@ class RunJob(submitit.helpers.Checkpointable):
             if fraction is None:
                 return train_run_dir(run_dir)
             return train_run_dir(run_dir, stop_at=rung_of(run_dir, fraction))
+        except FolderBusy as err:  # another process trains it: leave its status.json alone
+            return f"busy: {err}"
         except Exception as err:  # one crashing run never stops the others
             write_status(run_dir, RunState.FAILED, f"{type(err).__name__}: {' '.join(str(err).split())}")
             return RunState.FAILED.value

@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from rlscale.results import find_runs, read_metrics, read_status
 from rlscale.results.metrics import is_finite_number
+from rlscale.results.process import host, pid_alive
 from rlscale.sweep.dispatch import alive
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.state import SWEEP_JSON, read_record
@@ -50,6 +51,16 @@ class RunProgress:
         return (self.state in FINAL_STATES and not self.job_alive) or self.state == LOST
 
 
+def process_gone(status: dict) -> bool:
+    """Whether the process that wrote a "running" status.json (its pid, on this host) has ended. A run
+    on another host is left to its launcher's job state (SLURM)."""
+    pid = status.get("pid")
+    if status.get("host") != host() or not isinstance(pid, int):
+        return False
+    since = status.get("time")
+    return not pid_alive(pid, since if isinstance(since, (int, float)) else None)
+
+
 def _max_steps(run_dir: Path) -> Optional[int]:
     try:
         return int(OmegaConf.load(run_dir / "config.yaml").trainer.max_steps)
@@ -68,6 +79,9 @@ def run_progress(ref: RunRef, live_jobs: Set[str]) -> RunProgress:
     state, reason = str(status.get("state")), str(status.get("reason", ""))
     if state not in FINAL_STATES and ref.job and ref.job not in live_jobs and state != "unknown":
         state, reason = LOST, f"job {ref.job} ended while the run was {state}"
+    elif state == "running" and process_gone(status):
+        state, reason = "failed", (f"process {status['pid']} gone (killed?); resume with: rlscale run --run-dir "
+                                   f"{ref.run_dir}")
     records, _ = read_metrics(ref.run_dir / "metrics.jsonl") if (ref.run_dir / "metrics.jsonl").exists() else ([], [])
     step = max((r["step"] for r in records if isinstance(r.get("step"), int)), default=None)
     evals = [r for r in records if r.get("kind") == "eval" and is_finite_number(r.get("val_reward"))]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rlscale.results import RunState, atomic_write_text, read_status, write_status
+from rlscale.results.lock import held_by
 from rlscale.results.status import PRUNE_REQUEST
 from rlscale.sweep.dispatch import alive, submit
 from rlscale.sweep.expand import expand
@@ -27,6 +28,10 @@ from rlscale.sweep.state import (SweepRecord, clear_run, config_conflict, has_pr
 
 DONE_STATES = (RunState.DONE.value, RunState.DIVERGED.value)
 FINAL_STATES = DONE_STATES + (RunState.FAILED.value, RunState.PRUNED.value)
+
+
+class SubmissionFailed(RuntimeError):
+    """The launcher did not take the runs; the message is one line with its reason."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class SweepPlan:
     record: SweepRecord
     submit: List[ResolvedRun] = field(default_factory=list)
     skipped: Dict[str, str] = field(default_factory=dict)
+    cli: Tuple[str, ...] = ()
     pruning: Optional[PruningConfig] = None
     resumed: List[ResolvedRun] = field(default_factory=list)
 
@@ -72,6 +78,13 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
         except SpecError as err:
             raise SpecError(f"{spec.path}: variant '{run.run.variant}': {err}") from None
     sweep_dir = results_root(request.results) / spec.name
+    return decide(spec, sweep_dir, runs, tuple(cli), request)
+
+
+def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple[str, ...],
+           request: SweepRequest) -> SweepPlan:
+    """What to submit, decided from the disk as it is now (``rlscale sweep`` decides again once it holds
+    the sweep folder's lock, so two sweeps never both submit a run)."""
     previous = read_record(sweep_dir)
     record = new_record(spec, runs, cli, request.seeds or spec.seeds, previous)
     pruning = None
@@ -79,15 +92,20 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
         pruning = PruningConfig.parse(True if spec.pruning is None else spec.pruning, f"{spec.path}: field 'pruning'")
         record.pruning = asdict(pruning)
     live = alive(previous.launcher, record.jobs.values()) if previous else set()
-    plan = SweepPlan(spec=spec, sweep_dir=sweep_dir, runs=runs, record=record, pruning=pruning)
+    plan = SweepPlan(spec=spec, sweep_dir=sweep_dir, runs=runs, record=record, cli=cli, pruning=pruning)
     for run in runs:
         name, job = run.run.name, record.jobs.get(run.run.name)
         state = read_status(run.run_dir)["state"]
         busy = job in live and state not in FINAL_STATES  # a finished run's job may still run other runs
+        holder = held_by(run.run_dir)  # e.g. an `rlscale run --run-dir` started by hand
         if request.force:
-            if job in live:
-                raise SpecError(f"{run.run_dir}: job {job} is still alive; cancel it before --force")
+            if job in live or holder:
+                raise SpecError(f"{run.run_dir}: {f'job {job}' if job in live else holder} is still running it; "
+                                "stop it before --force")
             plan.submit.append(run)
+            continue
+        if holder and not busy:
+            plan.skipped[name] = f"in use by {holder}"
             continue
         conflict = config_conflict(run)
         if conflict and busy:
@@ -136,9 +154,20 @@ def write_scripts(plan: SweepPlan, root: Path = Path("slurm")) -> List[Path]:
 
 
 def submit_sweep(plan: SweepPlan) -> Dict[str, str]:
-    """Submit the planned runs and record their job ids in sweep.json."""
-    jobs = submit(plan.record.launcher, plan.submit, plan.sweep_dir, plan.rungs)
-    plan.record.jobs.update(jobs)
-    write_record(plan.sweep_dir, plan.record)
+    """Submit the planned runs and record their job ids in sweep.json. When the launcher refuses (sbatch
+    fails, the local executor cannot start), the runs it did not take are marked failed with the reason
+    and ``SubmissionFailed`` says it in one line: no run stays queued for a job that does not exist."""
+    jobs: Dict[str, str] = {}
+    try:
+        submit(plan.record.launcher, plan.submit, plan.sweep_dir, jobs, plan.rungs)
+    except Exception as err:  # whatever the launcher raised, the sweep's state must say it
+        reason = f"submission failed: {type(err).__name__}: {' '.join(str(err).split())}"[:500]
+        for run in plan.submit:
+            if run.run.name not in jobs:
+                write_status(run.run_dir, RunState.FAILED, reason)
+        raise SubmissionFailed(f"{plan.sweep_dir}: {reason}; the runs not submitted are marked failed") from None
+    finally:
+        plan.record.jobs.update(jobs)
+        write_record(plan.sweep_dir, plan.record)
     return jobs
 

@@ -22,12 +22,13 @@ from typing import Any, List, Optional, Tuple
 import yaml
 
 from rlscale.paths import CONF_DIR, SWEEPS_DIR
+from rlscale.results.names import name_problem
+from rlscale.sweep.strict_yaml import DuplicateKeyError, strict_load
 
 KINDS = ("loo", "list", "grid")
 LAUNCHERS = ("local", "slurm")
 SPEC_FIELDS = ("name", "kind", "description", "base", "variants", "axes", "seeds", "launcher", "overrides",
                "pruning")
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -70,9 +71,10 @@ class SweepSpec:
 
 
 def check_name(name: Any, where: str) -> str:
-    """A sweep, variant or run name becomes a folder name and a SLURM job name: [A-Za-z0-9_.-] only."""
-    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
-        raise SpecError(f"{where}: name {name!r} must match [A-Za-z0-9][A-Za-z0-9_.-]* (it names a folder)")
+    """A sweep, variant or run name becomes a folder name and a SLURM job name (rlscale.results.names)."""
+    problem = name_problem(name)
+    if problem:
+        raise SpecError(f"{where}: {problem}")
     return name
 
 
@@ -102,7 +104,9 @@ def load_spec(path: Path) -> SweepSpec:
     """Parse and check a spec file (names, kinds, override lists, root configs)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = strict_load(path.read_text())
+    except DuplicateKeyError as err:
+        raise SpecError(f"{path}: {err}") from None
     except (OSError, yaml.YAMLError) as err:
         raise SpecError(f"{path}: unreadable sweep spec: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from rlscale.results.names import shown
 from rlscale.sweep.progress import RunProgress
 from rlscale.sweep.resolve import ResolvedRun
 
@@ -22,8 +23,8 @@ def variants_table(title: str, runs: Sequence[ResolvedRun], base: str) -> Table:
         table.add_column(column, overflow="fold")
     for r in runs:
         name = f"{r.run.variant} (base)" if r.run.variant == base else r.run.variant
-        table.add_row(r.run.name, name, r.run.axis or "", str(r.cfg.seed), r.run.config,
-                      " ".join(r.run.overrides), str(r.run_dir))
+        table.add_row(*map(shown, (r.run.name, name, r.run.axis or "", str(r.cfg.seed), r.run.config,
+                                   " ".join(r.run.overrides), str(r.run_dir))))
     return table
 
 
@@ -42,10 +43,10 @@ def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs") -> 
     for row in rows:
         step = "" if row.step is None else f"{row.step}/{row.max_steps}" if row.max_steps else str(row.step)
         reward = "" if row.val_reward is None else f"{row.val_reward:.3f}"
-        state = f"[{STATE_STYLE.get(row.state, '')}]{row.state}[/]" if row.state in STATE_STYLE else row.state
+        state = f"[{STATE_STYLE[row.state]}]{row.state}[/]" if row.state in STATE_STYLE else shown(row.state)
         reason = "" if row.state in ("done", "running") else row.reason
-        table.add_row(row.ref.sweep, row.ref.run, state, step, reward, _duration(row.eta_s), row.ref.job or "",
-                      reason)
+        table.add_row(shown(row.ref.sweep), shown(row.ref.run), state, step, reward, _duration(row.eta_s),
+                      shown(row.ref.job or ""), shown(reason))
     return table
 
 

@@ -16,9 +16,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not (Path(args[0]) / "config.yaml").is_file():
         print(f"{args[0]}: no config.yaml (usage: python -m rlscale.train RUN_DIR)", file=sys.stderr)
         return 2
+    from rlscale.results.errors import Refused
     from rlscale.train.entry import train_run_dir
 
-    state = train_run_dir(Path(args[0]))
+    try:
+        state = train_run_dir(Path(args[0]))
+    except Refused as err:
+        print(f"rlscale: {err}", file=sys.stderr)
+        return 1
     print(f"rlscale: run {args[0]} ended {state}")
     return 0 if state in ("done", "diverged") else 1
 

@@ -120,7 +120,11 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     model, tok = build_policy(cfg, task, device)
     generator = build_generator(cfg, model, tok, device)
     learner = build_learner(cfg, model)
-    pool = NoPositiveResamplingPool(len(task.train_problems()), cfg.curriculum.threshold,
+    split = len(task.train_problems())
+    if cfg.curriculum.pool_size > split:
+        raise ValueError(f"field 'curriculum.pool_size': {cfg.curriculum.pool_size} is larger than the "
+                         f"training split ({split} prompts)")
+    pool = NoPositiveResamplingPool(cfg.curriculum.pool_size or split, cfg.curriculum.threshold,
                                     enabled=cfg.curriculum.name == "no_positive_resampling")
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type,

@@ -1,10 +1,12 @@
 """Compute accounting for the x axis of the scaling curve (Section 2: C in GPU-hours).
 
-``gpu_hours`` = device-seconds across all devices of the run / 3600. On CUDA: wall seconds of the
-training work (generation + updates, evaluation excluded) x devices. On CPU: core-seconds, measured
-as the CPU time of the process and its children. ``flops`` is analytic: 2 x params per processed
-token for generation (prefill + decode), 6 x params per trained token, 2 x params per extra scoring
-forward (TIS or KL reference).
+The measured unit is named for what it measures. On CUDA, ``gpu_hours`` = wall seconds of the training
+work (generation + updates, evaluation excluded) x devices / 3600. On CPU, ``core_hours`` = CPU seconds
+of the process and its children (the PipelineRL generator processes included) / 3600; a CPU run carries
+no ``gpu_hours``. Both are measured and move with machine load. ``flops`` is analytic (it depends on the
+tokens alone, so the same seed gives the same value on any machine): 2 x params per processed token for
+generation (prefill + decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or
+KL reference). ``samples`` and ``tokens`` (generated) are counts.
 """
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ class ComputeTotals:
     samples: int = 0
     tokens: int = 0
 
-    def as_metrics(self) -> dict:
-        return {"gpu_hours": self.device_seconds / 3600.0, "flops": self.flops, "samples": self.samples,
+    def as_metrics(self, device_type: str) -> dict:
+        """The metrics-line fields: ``gpu_hours`` on CUDA, ``core_hours`` elsewhere, and the counts."""
+        measured = "gpu_hours" if device_type == "cuda" else "core_hours"
+        return {measured: self.device_seconds / 3600.0, "flops": self.flops, "samples": self.samples,
                 "tokens": self.tokens}
 
 
@@ -49,6 +53,9 @@ class ComputeMeter:
 
     def add_training(self, trained_tokens: int, extra_forwards: int = 0) -> None:
         self.totals.flops += (6.0 + 2.0 * extra_forwards) * self.params * trained_tokens
+
+    def as_metrics(self) -> dict:
+        return self.totals.as_metrics(self.device_type)
 
     def state_dict(self) -> dict:
         return asdict(self.totals)

@@ -13,10 +13,14 @@ from rlscale.results.atomic import atomic_write_text
 from rlscale.results.status import RunState, write_status
 
 
+RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
+
+
 def train_run_dir(run_dir: Path, stop_at: Optional[int] = None) -> str:
     """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``, pausing at step
     ``stop_at`` if given; return the state written to status.json (done | failed | diverged | pruned, or
-    pending when paused)."""
+    pending when paused). Raises ``rlscale.results.errors.Refused``, writing nothing, when another
+    process holds the run folder or a resume would lose metrics."""
     from rlscale.train.loop import train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -40,8 +44,16 @@ def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force
         raise ConfigError(f"{existing}: a run with a different config exists there; pass out=<dir> for a new "
                           "run or --force to start this one over")
     if force and run_dir.exists():
-        for name in ("metrics.jsonl", "status.json", "checkpoints/last.pt"):
-            (run_dir / name).unlink(missing_ok=True)
+        start_over(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(existing, text)
     return run_dir
+
+
+def start_over(run_dir: Path) -> None:
+    """Delete what the trainer wrote into ``run_dir`` (``--force``), holding its lock meanwhile."""
+    from rlscale.results.lock import FolderLock
+
+    with FolderLock(run_dir, "run folder"):
+        for name in RUN_FILES:
+            (Path(run_dir) / name).unlink(missing_ok=True)

@@ -17,11 +17,14 @@ import torch
 from omegaconf import DictConfig
 
 from rlscale.engines.deepspeed_learner import follower_rank
+from rlscale.results.errors import Refused
+from rlscale.results.lock import FolderLock
 from rlscale.results.metrics import MetricsLog
+from rlscale.results.process import host
 from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.train.batch import ScoredGroup, TrainBatch, collate
-from rlscale.train.checkpoint import load_checkpoint, save_checkpoint
+from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
 from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
 
@@ -73,7 +76,7 @@ def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Component
     gen_tokens = sum(len(c.tokens) for c in completions)
     truncation = sum(c.truncated for c in completions) / n
     record = {
-        "step": step, "kind": "train", **comps.meter.totals.as_metrics(),
+        "step": step, "kind": "train", **comps.meter.as_metrics(),
         "reward": sum(rewards) / n, "pass_rate": sum(correct) / n, "truncation_rate": truncation,
         "interruption_rate": sum(c.interrupted for c in completions) / n,
         "response_tokens_mean": gen_tokens / n, "entropy": result.entropy, "loss": result.loss,
@@ -106,8 +109,8 @@ class RunLoop:
     def restore(self) -> bool:
         ckpt = load_checkpoint(self.run_dir)
         if ckpt is None:
-            if self.metrics_path.exists():  # killed before the first checkpoint: start over cleanly
-                self.metrics_path.unlink()
+            check_resumable(self.run_dir)  # metrics beyond step 0 without a checkpoint are never deleted
+            self.metrics_path.unlink(missing_ok=True)  # killed before the first checkpoint: start over cleanly
             return False
         c = self.comps
         c.model.load_state_dict(ckpt["model"])
@@ -131,8 +134,9 @@ class RunLoop:
     def evaluate(self, metrics: MetricsLog) -> None:
         c, t = self.comps, self.cfg.trainer
         result = evaluate(c.task, c.tok, c.generator, c.task.val_problems(), t.eval_samples, self.cfg.seed, self.step)
-        metrics.append({"step": self.step, "kind": "eval", **c.meter.totals.as_metrics(),
-                        "val_reward": result.val_reward, "val_samples": result.val_samples,
+        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(),
+                        "val_reward": result.val_reward, "val_reward_se": result.val_reward_se,
+                        "val_samples": result.val_samples,
                         "val_truncation_rate": result.truncation_rate})
 
     def update(self) -> dict:
@@ -192,24 +196,38 @@ class RunLoop:
 def train(cfg: DictConfig, run_dir: Path, stop_at: Optional[int] = None) -> str:
     """Train or resume one run (pausing at step ``stop_at``: state pending); write status.json; return the
     final state. Ranks > 0 of a DeepSpeed launch only mirror rank 0's learner calls and write nothing
-    (rlscale.engines.deepspeed_learner)."""
+    (rlscale.engines.deepspeed_learner).
+
+    The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
+    metrics is refused (rlscale.train.checkpoint.check_resumable): both raise ``Refused`` before
+    status.json or anything else is written."""
     if follower_rank():
         build_follower_learner(cfg).follow()
         return RunState.DONE.value
     run_dir = Path(run_dir)
-    write_status(run_dir, RunState.RUNNING, pid=os.getpid())
+    with FolderLock(run_dir, "run folder"):
+        check_resumable(run_dir)
+        return _train_locked(cfg, run_dir, stop_at)
+
+
+def _train_locked(cfg: DictConfig, run_dir: Path, stop_at: Optional[int]) -> str:
+    write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     loop = None
     try:
         loop = RunLoop(cfg, run_dir)
         loop.run(stop_at)
-        paused = loop.step < loop.cfg.trainer.max_steps
-        state, reason = (RunState.PENDING, f"paused at step {loop.step} (pruning rung)") if paused else (RunState.DONE, "")
+        state, reason = RunState.DONE, ""
+        if loop.step < loop.cfg.trainer.max_steps:
+            state, reason = RunState.PENDING, f"paused at step {loop.step} (pruning rung)"
     except Pruned as err:
         state, reason = RunState.PRUNED, str(err)
     except Diverged as err:
         state, reason = RunState.DIVERGED, str(err)
     except PoolExhausted as err:
         state, reason = RunState.DONE, f"stopped early: {err}"
+    except (CheckpointError, Refused) as err:  # one line says it all
+        log.error("run failed: %s", err)
+        state, reason = RunState.FAILED, str(err)
     except Exception as err:  # any failure of this run is recorded, never hidden
         log.exception("run failed")
         state, reason = RunState.FAILED, f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]

@@ -26,7 +26,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 import torch
 
 POLL_S = 0.5
-WAIT_S = 0.0005  # scheduled updates: poll interval while waiting for a version
+WAIT_S = 0.0005  # scheduled updates: first poll interval while waiting for a version, doubled per poll
+WAIT_MAX_S = 0.01  # ... up to this: a generator waiting through an update or an eval costs little CPU
 
 
 Weights = Dict[str, torch.Tensor]  # a state dict
@@ -172,12 +173,14 @@ class ScheduledVersions:
         self.step += 1
         shared = self.replica.shared
         start = polled = time.monotonic()
+        wait = WAIT_S
         while shared.version.value < wanted:
             version, upto = shared.need(self.check)
             if self.position < upto and version < wanted:
                 wanted = version
                 break
-            time.sleep(WAIT_S)
+            time.sleep(wait)
+            wait = min(2 * wait, WAIT_MAX_S)
             if time.monotonic() - polled > POLL_S:
                 self.check()
                 polled = time.monotonic()

@@ -1,0 +1,42 @@
+"""Names that become folders of the results tree, and folder names shown on a terminal.
+
+A sweep, variant or run name becomes a folder name and a SLURM job name, so it is checked before
+anything is written: [A-Za-z0-9_.-], starting with a letter or digit (no ``..``, no ``/``, no hidden
+folder), at most ``MAX_NAME`` characters (a file name holds 255 bytes; the run name gets ``_s<k>`` and
+the job name a prefix), and none of the files a sweep folder or a run folder holds. Folders found on
+disk may be named anything; ``shown`` makes such a name safe to print (rich markup shown literally,
+control characters as escapes).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from rich.markup import escape
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_NAME = 128
+RESERVED = frozenset({"sweep.json", "fits.json", "fits.csv", "comparison.csv", "report.html", "config.yaml",
+                      "metrics.jsonl", "status.json", "checkpoints"})
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def name_problem(name: Any) -> Optional[str]:
+    """Why ``name`` cannot name a folder of the results tree, or None."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
+        return f"name {name!r} must match [A-Za-z0-9][A-Za-z0-9_.-]* (it names a folder)"
+    if len(name) > MAX_NAME:
+        return f"name {name[:20]!r}... is {len(name)} characters long, at most {MAX_NAME}"
+    if name.lower() in RESERVED:
+        return f"name {name!r} is reserved (a file of the results tree)"
+    return None
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (escape sequences, newlines) written as \\x.. escapes."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def shown(text: str) -> str:
+    """``text`` for a rich renderable that parses markup: printable, and brackets shown literally."""
+    return escape(printable(text))
