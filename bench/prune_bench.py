@@ -44,6 +44,7 @@ from rlscale.fit.synthetic import R0, TABLE1, CurveSpec, sweep_curves, truncated
 
 BUDGET = 16000.0
 RUNGS = (0.25, 0.5)
+RUNG_X = tuple(r * BUDGET for r in RUNGS)
 MARGIN = 0.02
 SCENARIOS: Dict[str, Dict[str, CurveSpec]] = {
     "table1": dict(TABLE1),
@@ -105,28 +106,34 @@ def pct(values: Sequence[float]) -> str:
     return f"{100 * statistics.fmean(values):.0f} %"
 
 
+def tie_size(outs: Sequence[Outcome], x: float) -> float:
+    return statistics.fmean(o.plan_tie[x] for o in outs)
+
+
 def table(results: Dict[str, List[Outcome]]) -> List[str]:
-    lines = ["| sweeps | rule | keeps true best | compute saved | plan right @4k (tie size) | "
-             "plan right @8k (tie size) |", "|---|---|---|---|---|---|"]
+    lines = ["| sweeps | rule | keeps true best | compute saved | plan right from 4k (top-tier size) | "
+             "plan right from 8k (top-tier size) |", "|---|---|---|---|---|---|"]
     for name, outs in results.items():
         n = len(outs)
         lines.append(f"| {name} x{n} | intervals | {pct([o.kept for o in outs])} | {pct([o.saved for o in outs])} | "
-                     + " | ".join(f"{pct([o.plan[x] for o in outs])} ({statistics.fmean(o.plan_tie[x] for o in outs):.1f})"
-                                  for x in (4000.0, 8000.0)) + " |")
+                     + " | ".join(f"{pct([o.plan[x] for o in outs])} ({tie_size(outs, x):.1f})" for x in RUNG_X) + " |")
         lines.append(f"| {name} x{n} | current reward | {pct([o.naive_kept for o in outs])} | "
                      f"{pct([o.naive_saved for o in outs])} | "
-                     + " | ".join(f"{pct([o.naive_plan[x] for o in outs])} (1.0)" for x in (4000.0, 8000.0)) + " |")
+                     + " | ".join(f"{pct([o.naive_plan[x] for o in outs])} (1.0)" for x in RUNG_X) + " |")
         lines.append(f"| {name} x{n} | oracle | 100 % | {pct([o.oracle for o in outs])} | | |")
     every = [o for outs in results.values() for o in outs]
-    lines.append(f"| all x{len(every)} | intervals | {pct([o.kept for o in every])} | {pct([o.saved for o in every])} | "
-                 + " | ".join(pct([o.plan[x] for o in every]) for x in (4000.0, 8000.0)) + " |")
+    lines.append(f"| all x{len(every)} | intervals | {pct([o.kept for o in every])} | "
+                 f"{pct([o.saved for o in every])} | "
+                 + " | ".join(pct([o.plan[x] for o in every]) for x in RUNG_X) + " |")
     lines.append(f"| all x{len(every)} | current reward | {pct([o.naive_kept for o in every])} | "
                  f"{pct([o.naive_saved for o in every])} | "
-                 + " | ".join(pct([o.naive_plan[x] for o in every]) for x in (4000.0, 8000.0)) + " |")
-    ratio = lambda f: statistics.fmean(f(o)[0] for o in every) / max(statistics.fmean(f(o)[1] for o in every), 1e-9)
+                 + " | ".join(pct([o.naive_plan[x] for o in every]) for x in RUNG_X) + " |")
+    def ratio(pair) -> float:
+        return statistics.fmean(pair(o)[0] for o in every) / max(statistics.fmean(pair(o)[1] for o in every), 1e-9)
+
     lines.append(f"| ratio | intervals / current reward | {ratio(lambda o: (o.kept, o.naive_kept)):.2f}x | "
                  f"{ratio(lambda o: (o.saved, o.naive_saved)):.2f}x | "
-                 + " | ".join(f"{ratio(lambda o, x=x: (o.plan[x], o.naive_plan[x])):.2f}x" for x in (4000.0, 8000.0))
+                 + " | ".join(f"{ratio(lambda o, x=x: (o.plan[x], o.naive_plan[x])):.2f}x" for x in RUNG_X)
                  + " |")
     return lines
 
@@ -137,11 +144,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     settings = FitSettings(x="gpu_hours", predict_at=[BUDGET], n_boot=100, margin=MARGIN)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     start = time.process_time()
     results = {name: [one_sweep(specs, np.random.default_rng([k, i]), settings) for i in range(args.sweeps)]
                for k, (name, specs) in enumerate(SCENARIOS.items())}
     cpu = time.process_time() - start
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     header = [f"# prune_bench: {datetime.now(timezone.utc):%Y-%m-%d}, {platform.processor() or platform.machine()} "
               f"({platform.node()}), commit {commit}", "",
               f"{args.sweeps} sweeps per scenario, 3 seeds, rungs at 25 % and 50 % of 16k GPU-h, margin {MARGIN}, "

@@ -78,7 +78,7 @@ def test_pruning_block_errors_name_the_field():
         PruningConfig.parse({"marg": 0.1}, "w")
 
 
-def _sweep_folder(root: Path, specs, seeds: int, x_max: float, steps_per_eval: int = 1) -> SweepRecord:
+def _sweep_folder(root: Path, specs, seeds: int, x_max: float) -> SweepRecord:
     """Run folders with synthetic metrics up to ``x_max`` (eval every 200 GPU-h = 1 step), status and
     config.yaml (max_steps 80 = 16k GPU-h, eval_every 1)."""
     curves, spec = sweep_curves(specs, seeds, np.random.default_rng(7), LooNoise(x_max=x_max))
@@ -86,7 +86,8 @@ def _sweep_folder(root: Path, specs, seeds: int, x_max: float, steps_per_eval: i
     for c, v in zip(curves, spec["variants"]):
         run_dir = root / v["run"]
         write_run(run_dir, c.x, c.y, seed=c.seed)
-        (run_dir / "config.yaml").write_text(f"seed: {c.seed}\ntrainer: {{max_steps: 80, eval_every: {steps_per_eval}}}\n")
+        trainer = "trainer: {max_steps: 80, eval_every: 1}"
+        (run_dir / "config.yaml").write_text(f"seed: {c.seed}\n{trainer}\n")
         write_status(run_dir, RunState.PENDING, "paused")
         variants.append(VariantRecord(name=v["name"], run=v["run"], config="config", overrides=[], axis=v["axis"],
                                       seed=c.seed, run_dir=str(run_dir)))

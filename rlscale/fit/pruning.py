@@ -5,7 +5,8 @@ the margin with an interval of the difference that excludes 0 (a bootstrap inter
 margin), the ceiling-verdict rule of rlscale.fit.verdicts applied to predicted rewards, and its A is
 identified at the rung (rlscale.fit.run: a curve that has not bent yet is extrapolated from its lower half
 and its prediction is not trusted to stop it). Everything else goes on: a variant that cannot be fitted
-yet, whose A is not identified, or whose difference the data do not resolve, is never stopped. The paper's margin is 0.02 (App. A.7).
+yet, whose A is not identified, or whose difference the data do not resolve, is never stopped. The
+paper's margin is 0.02 (App. A.7).
 """
 from __future__ import annotations
 

@@ -155,7 +155,8 @@ def read_pruning(sweep_dir: Path, config: PruningConfig) -> PruningRecord:
         return PruningRecord(config=asdict(config))
     data = json.loads(path.read_text())
     return PruningRecord(config=data["config"], rungs=[RungDecision(**r) for r in data["rungs"]],
-                         resumed=data.get("resumed", []), saved_fraction=data.get("saved_fraction", 0.0), saved_steps=data.get("saved_steps", 0),
+                         resumed=data.get("resumed", []), saved_fraction=data.get("saved_fraction", 0.0),
+                         saved_steps=data.get("saved_steps", 0),
                          planned_steps=data.get("planned_steps", 0))
 
 
