@@ -22,18 +22,18 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.stats import t as student_t
 
+from rlscale.fit.bootstrap import resample_weights
 from rlscale.fit.differences import Pooled, Samples, difference, mean_draws
 from rlscale.fit.fast import fit_batch
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.ranking import tiers
 from rlscale.fit.run import bootstrap_rng, window_points
-from rlscale.fit.bootstrap import resample_weights
 from rlscale.fit.schema import Difference, FitSettings, RunFit
 from rlscale.fit.space import search_space
 from rlscale.fit.verdicts import ceiling_resolved
@@ -80,30 +80,27 @@ def predict_variants(runs: Sequence[RunFit], settings: FitSettings, at: float) -
     for run in runs:
         if run.fitted:
             groups[(run.sweep, run.variant)].append(run)
-    seeds = {key: [float(sigmoid(at, r.R0, r.A, r.B, r.C_mid)) for r in group] for key, group in groups.items()}
-    identified = {key for key, group in groups.items() if all(r.A_identified is not False for r in group)}
-    pooled = Pooled.of([values for key, values in seeds.items() if key in identified] or list(seeds.values()))
-    out = []
+    bare = []
     for (sweep, variant), group in sorted(groups.items()):
-        values = seeds[(sweep, variant)]
+        values = [float(sigmoid(at, r.R0, r.A, r.B, r.C_mid)) for r in group]
         draws = None
         if len(values) < 2 and settings.n_boot > 0:
             draws = mean_draws([prediction_draws(r, settings, at) for r in group])
-        lo, hi = _interval(values, draws, _spread(pooled, values), settings.ci_level)
-        out.append(VariantPrediction(sweep=sweep, variant=variant, at=at, samples=Samples(values, draws), lo=lo,
-                                     hi=hi, identified=all(r.A_identified is not False for r in group),
-                                     runs=tuple(group)))
-    return out
+        bare.append(VariantPrediction(sweep=sweep, variant=variant, at=at, samples=Samples(values, draws), lo=None,
+                                      hi=None, identified=all(r.A_identified is not False for r in group),
+                                      runs=tuple(group)))
+    pooled = pooled_of(bare)
+    return [replace(p, **dict(zip(("lo", "hi"), _interval(p.samples, _spread(pooled, p.samples.seeds),
+                                                           settings.ci_level)))) for p in bare]
 
 
-def _interval(values: List[float], draws: Optional[np.ndarray], pooled: Optional[Pooled],
-              level: float) -> Tuple[Optional[float], Optional[float]]:
-    mean = statistics.fmean(values)
-    if len(values) >= 2 and pooled is not None:
-        half = student_t.ppf((1 + level) / 2, pooled.df) * pooled.sd / math.sqrt(len(values))
-        return mean - half, mean + half
-    if draws is not None and draws.size:
-        lo, hi = np.percentile(draws, [50 * (1 - level), 50 * (1 + level)])
+def _interval(samples: Samples, pooled: Optional[Pooled], level: float) -> Tuple[Optional[float], Optional[float]]:
+    """A variant's own interval: seed t-interval, else bootstrap percentiles, else none."""
+    if len(samples.seeds) >= 2 and pooled is not None:
+        half = student_t.ppf((1 + level) / 2, pooled.df) * pooled.sd / math.sqrt(len(samples.seeds))
+        return samples.mean - half, samples.mean + half
+    if samples.draws is not None and samples.draws.size:
+        lo, hi = np.percentile(samples.draws, [50 * (1 - level), 50 * (1 + level)])
         return float(lo), float(hi)
     return None, None
 
@@ -127,7 +124,6 @@ def pooled_of(predictions: Sequence[VariantPrediction]) -> Optional[Pooled]:
     docstring)."""
     return Pooled.of([p.samples.seeds for p in predictions if p.identified]
                    or [p.samples.seeds for p in predictions])
-
 
 
 def separated(d: Difference, margin: float) -> bool:
