@@ -102,9 +102,10 @@ CPU_WORK = Workload(prompts=2, generations=2, prompt_len=8, think=16, answer=4, 
 @dataclass(frozen=True)
 class BenchTokenizer:
     """Token ids as text ("17 4032 ..."); the top ids are padding, end of sequence, ``</think>`` and the
-    7 other tokens of the interruption phrase."""
+    7 other tokens of the interruption phrase. Traces think, as the paper's do."""
 
     vocab_size: int
+    think: bool = True
 
     @property
     def pad_id(self) -> int:

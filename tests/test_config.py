@@ -40,7 +40,7 @@ def test_overrides_reach_the_typed_config():
     (["normalization=group", "batch.generations=1"], "batch.generations"),
     (["length.window=[10,5]"], "length.window"),
     (["curriculum.threshold=0"], "curriculum.threshold"),
-    (["curriculum.pool_size=2001"], "curriculum.pool_size"),  # larger than the training split
+    (["curriculum.pool_size=-1"], "curriculum.pool_size"),    # negative
     (["length.l_cache=0"], "length.l_cache"),
     (["length.l_cache=8", "length.l_max=6"], "length.l_cache"),
     (["length.l_max=40"], "length.l_cache"),                   # beyond the 24 + 8 token budget

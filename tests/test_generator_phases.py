@@ -4,9 +4,11 @@ truncation, end-of-sequence, and truncation at the budget without interruption. 
 (HF dynamic cache on CPU, the static-cache GPU path) run this same code."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
-from rlscale.engines.phases import PhaseRules, TracePhases
+from rlscale.engines.phases import Completion, PhaseRules, TracePhases
 
 EOS, PAD = 2, 0
 CLOSE = [7, 8, 9]
@@ -27,9 +29,9 @@ def run(rules: PhaseRules, budgets, draws):
     return ph.completions([[1]] * rows, list(range(100, 100 + steps)), lambda ids: " ".join(map(str, ids)))
 
 
-def rules(interruption: bool) -> PhaseRules:
+def rules(interruption: bool, think: bool = True) -> PhaseRules:
     return PhaseRules(eos_id=EOS, pad_id=PAD, think_close_ids=CLOSE, interrupt_ids=PHRASE, max_answer=3,
-                      interruption=interruption)
+                      interruption=interruption, think=think)
 
 
 def test_closing_the_trace_with_a_multi_token_marker_starts_the_answer():
@@ -73,3 +75,21 @@ def test_rows_past_the_live_ones_start_ended():
     assert token.tolist() == [4, 4, PAD, PAD] and not forcing.any()
     ph.advance(token, torch.zeros(4), forcing)
     assert ph.lengths.tolist() == [1, 1, 0, 0] and ph.sampled[:, 0].tolist() == [True, True, False, False]
+
+
+def test_without_thinking_the_completion_is_the_answer_capped_at_max_answer():
+    out = run(rules(False, think=False), [1, 1, 1], [[4, 5, EOS, 6], [7, 8, 9, 5, 5], [4, 5, 6, 7, 8]])
+    assert out[0].tokens == [4, 5, EOS] and not out[0].truncated  # a short answer ends at EOS
+    assert out[1].tokens == [7, 8, 9] and out[1].truncated  # </think> is plain text here; the cap truncates
+    assert out[2].tokens == [4, 5, 6] and out[2].truncated and not out[2].interrupted
+    assert [c.think_tokens for c in out] == [0, 0, 0] and all(all(c.sampled) for c in out)
+    assert not any(c.thinks for c in out)
+    assert rules(False, think=False).max_steps(30) == 3 + 1  # the answer cap and one step, no think budget
+
+
+def test_the_answer_is_the_text_after_the_trace_or_the_whole_completion_without_thinking():
+    thinking = Completion(prompt_ids=[1], tokens=[], gen_logp=[], sampled=[], versions=[],
+                          text="4+5=9</think> The answer is 9.")
+    assert thinking.answer == "The answer is 9."
+    assert replace(thinking, text="still thinking 4+5").answer == ""  # no </think>: no answer
+    assert replace(thinking, thinks=False, text=" The answer is 9.\n").answer == "The answer is 9."

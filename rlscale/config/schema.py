@@ -9,7 +9,7 @@ Compute for LLMs" (arXiv 2510.13786).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, List, Optional
 
 
 @dataclass
@@ -38,7 +38,11 @@ class TaskConfig:
     """Prompts with reference answers and a verifier. ``reasoning_gym``: any reasoning-gym task by name
     (``dataset``); ``math``: local jsonl/parquet problems scored with Math-Verify (Section 2).
     ``prompt_style``: ``question`` (the dataset's text) or ``expression`` (the entry's arithmetic
-    expression followed by " =", a compact prompt for the char-level tiny model)."""
+    expression followed by " =", a compact prompt for the char-level tiny model).
+    ``answer_format`` (``rlscale.tasks.answer_format``): ``exact`` (the answer text as a whole, checked by
+    the task's verifier), ``tagged`` (the prompt asks for reasoning-gym's ``<answer>...</answer>``, the
+    last such tag is checked), ``math_verify`` (Math-Verify of the answer text against the reference, so
+    "The answer is 9." or ``\\boxed{9}`` scores as 9)."""
 
     name: str = "reasoning_gym"
     dataset: str = "chain_sum"
@@ -50,6 +54,7 @@ class TaskConfig:
     prompt_style: str = "question"
     prompt_key: str = "prompt"
     answer_key: str = "answer"
+    answer_format: str = "exact"
     seed: int = 1234
 
 
@@ -106,7 +111,7 @@ class FilteringConfig:
 class CurriculumConfig:
     """No-Positive-Resampling (Section 3.2): prompts whose historical pass rate reaches ``threshold``
     leave the pool for good. ``uniform``: the baseline's uniform resampling. ``pool_size``: the RL pool is
-    the first ``pool_size`` training prompts (0 = the whole training split); the policy's warm-up still
+    the first ``pool_size`` training prompts (0, or more than the split holds: the whole split); the policy's warm-up still
     sees the whole split. A pool that the run goes through several times lets the curriculum act: a
     prompt removed in epoch e is absent from epoch e + 1 on (the paper's runs cross several epochs)."""
 
@@ -133,8 +138,14 @@ class LengthConfig:
 
 @dataclass
 class GenerationConfig:
-    """Sampling: think budget and answer budget in tokens (paper: 12,288 + 2,048), temperature."""
+    """Sampling: think budget and answer budget in tokens (paper: 12,288 + 2,048), temperature.
+    ``think``: true | false | auto. With thinking on the assistant turn opens a ``<think>`` trace and the
+    answer is the text after ``</think>``; with it off the prompt is rendered with thinking disabled, the
+    whole completion is the answer and is truncated at ``max_answer_tokens``. auto: on for the embedded
+    model and for chat templates that know thinking (``enable_thinking`` or ``<think>``), else off
+    (``rlscale.engines.thinking``)."""
 
+    think: Any = "auto"
     max_think_tokens: int = 24
     max_answer_tokens: int = 8
     temperature: float = 1.0
@@ -201,11 +212,13 @@ class EngineConfig:
 @dataclass
 class TrainerConfig:
     """Loop length and cadence. Eval: mean pass rate on the held-out split, ``eval_samples`` samples
-    per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2)."""
+    per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2).
+    ``eval_samples_logged``: completions of each eval written to the run's samples.jsonl (0 = none)."""
 
     max_steps: int = 60
     eval_every: int = 6
     eval_samples: int = 1
+    eval_samples_logged: int = 4
     checkpoint_every: int = 10
     truncation_warn: float = 0.10
 

@@ -9,6 +9,8 @@ from omegaconf import DictConfig, ListConfig
 
 from rlscale.results.names import name_problem
 
+from rlscale.tasks.answer_format import ANSWER_FORMATS
+
 CHOICES = {
     "loss.name": ("grpo", "dapo", "gspo", "cispo"),
     "aggregation.name": ("prompt", "sample", "token"),
@@ -22,6 +24,7 @@ CHOICES = {
     "engine.learner": ("torch", "deepspeed"),
     "engine.device": ("auto", "cpu", "cuda"),
     "launcher.name": ("local", "slurm"),
+    "task.answer_format": ANSWER_FORMATS,
 }
 
 POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",
@@ -31,7 +34,8 @@ POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer
             "launcher.mem_gb", "launcher.timeout_min", "launcher.signal_delay_s", "launcher.array_parallelism")
 NON_NEGATIVE = ("batch.micro_batch", "offpolicy.k", "offpolicy.update_every_tokens", "optim.weight_decay",
                 "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads",
-                "curriculum.pool_size", "launcher.gpus_per_node", "launcher.max_parallel", "seed")
+                "curriculum.pool_size", "launcher.gpus_per_node", "launcher.max_parallel", "seed",
+                "trainer.eval_samples_logged")
 NAMES = ("sweep", "variant")  # they name the run's folder results/<sweep>/<variant>
 
 
@@ -70,9 +74,6 @@ def validate(cfg: DictConfig) -> List[str]:
         problems.append(f"field 'loss.tis_cap': must be > 0 or null, got {cfg.loss.tis_cap}")
     if not 0 < cfg.curriculum.threshold <= 1:
         problems.append(f"field 'curriculum.threshold': must be in (0, 1], got {cfg.curriculum.threshold}")
-    if cfg.curriculum.pool_size > cfg.task.train_size:
-        problems.append(f"field 'curriculum.pool_size': must be <= task.train_size ({cfg.task.train_size}), "
-                        f"got {cfg.curriculum.pool_size}")
     budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
     if not 0 < cfg.length.l_cache <= cfg.length.l_max <= budget:
         problems.append(f"field 'length.l_cache': need 0 < l_cache <= l_max <= max_think_tokens + "
@@ -80,6 +81,12 @@ def validate(cfg: DictConfig) -> List[str]:
     lo, hi = (list(cfg.length.window) + [0, 0])[:2]
     if len(cfg.length.window) != 2 or not 0 < lo <= hi:
         problems.append(f"field 'length.window': must be [lo, hi] with 0 < lo <= hi, got {list(cfg.length.window)}")
+    think = cfg.generation.think
+    if not (isinstance(think, bool) or think == "auto"):
+        problems.append(f"field 'generation.think': must be true, false or auto, got {think!r}")
+    elif think is False and cfg.length.name == "interruption":
+        problems.append("field 'generation.think': false, but length=interruption needs a thinking trace; "
+                        "use length=penalty (or length.name=none) with thinking off")
     if not cfg.generation.temperature > 0:
         problems.append(f"field 'generation.temperature': must be > 0, got {cfg.generation.temperature}")
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:

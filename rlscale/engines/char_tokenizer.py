@@ -20,6 +20,7 @@ class CharTokenizer:
     """Deterministic vocabulary: specials first, then characters 32..126 and newline."""
 
     interruption_phrase: str
+    think: bool = True
 
     @property
     def specials(self) -> List[str]:
@@ -61,8 +62,9 @@ class CharTokenizer:
         return [5]
 
     def encode_prompt(self, question: str) -> List[int]:
-        """``<bos>question<think>``: the model continues with its trace."""
-        return [self.bos_id] + self.encode(question) + [self.think_open_id]
+        """``<bos>question<think>``: the model continues with its trace (without ``think``:
+        ``<bos>question``, the model continues with its answer)."""
+        return [self.bos_id] + self.encode(question) + ([self.think_open_id] if self.think else [])
 
     def encode(self, text: str) -> List[int]:
         """Encode text; the special markers written literally become their single tokens."""

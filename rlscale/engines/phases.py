@@ -1,4 +1,5 @@
-"""Per-trace phases of a batch being sampled: think -> (interruption) -> answer -> end (Section 3.2).
+"""Per-trace phases of a batch being sampled: think -> (interruption) -> answer -> end (Section 3.2);
+without thinking (``PhaseRules.think``) every trace starts in its answer.
 
 With ``interruption`` a trace still thinking at its budget (drawn from the window) gets the phrase
 "Okay, time is up. ... </think>" forced in, token by token, then generates its answer; otherwise it is
@@ -14,6 +15,8 @@ from typing import List, Optional, Sequence
 
 import torch
 
+from rlscale.tasks.base import split_think
+
 
 @dataclass(frozen=True)
 class PhaseRules:
@@ -23,10 +26,13 @@ class PhaseRules:
     interrupt_ids: List[int]
     max_answer: int
     interruption: bool
+    think: bool = True
 
     def max_steps(self, longest_budget: int) -> int:
-        """Decode steps after which every trace has ended: budget + phrase + answer + 1."""
-        return longest_budget + len(self.interrupt_ids) + self.max_answer + 1
+        """Decode steps after which every trace has ended: budget + phrase + answer + 1 (without thinking:
+        answer + 1)."""
+        trace = longest_budget + len(self.interrupt_ids) if self.think else 0
+        return trace + self.max_answer + 1
 
 
 @dataclass
@@ -43,6 +49,13 @@ class Completion:
     truncated: bool = False
     think_tokens: int = 0
     text: str = ""
+    thinks: bool = True
+
+    @property
+    def answer(self) -> str:
+        """The answer text: after the last ``</think>`` of a thinking trace (none if it never closed),
+        else the whole completion."""
+        return split_think(self.text)[1] if self.thinks else self.text.strip()
 
 
 class TracePhases:
@@ -67,8 +80,9 @@ class TracePhases:
         """Start a new batch: rows 0..live-1 think with ``budgets`` [live]; the others are ended already."""
         for t in (self.think_len, self.answer_len, self.lengths, self.step, self.tokens, self.logps):
             t.zero_()
-        for t in (self.closed, self.truncated, self.interrupted, self.sampled):
+        for t in (self.truncated, self.interrupted, self.sampled):
             t.zero_()
+        self.closed.fill_(not self.rules.think)  # without thinking every trace starts in its answer
         self.force_at.fill_(-1)
         self.budgets.zero_()
         self.budgets[:live] = budgets
@@ -138,7 +152,7 @@ class TracePhases:
             out.append(Completion(prompt_ids=list(prompts[i]), tokens=seq, gen_logp=logps[i, :length].tolist(),
                                   sampled=sampled[i, :length].tolist(), versions=list(versions[:length]),
                                   interrupted=bool(interrupted[i]), truncated=bool(truncated[i]),
-                                  think_tokens=int(think[i]), text=decode(seq)))
+                                  think_tokens=int(think[i]), text=decode(seq), thinks=self.rules.think))
         return out
 
     def all_done(self) -> bool:

@@ -10,9 +10,11 @@ class PolicyTokenizer(Protocol):
     eos_id: int
     think_close_ids: List[int]
     interrupt_ids: List[int]
+    think: bool
 
     def encode_prompt(self, question: str) -> List[int]:
-        """Token ids of the prompt, ending where the model starts its ``<think>`` trace."""
+        """Token ids of the prompt, ending where the model starts its ``<think>`` trace (with ``think``)
+        or its answer."""
         ...
 
     def decode(self, ids: Sequence[int]) -> str:

@@ -50,10 +50,11 @@ def backbone_step(model, ids: torch.Tensor, attn: torch.Tensor, positions: torch
 class TorchGenerator:
     """Samples completions from ``model`` (a transformers causal LM). ``version_hook``, called between
     decode steps, may swap the weights in place and returns the current policy version (the in-flight
-    update of PipelineRL); without it the version is the one given to ``generate``."""
+    update of PipelineRL); without it the version is the one given to ``generate``. Without ``think``
+    the prompts end where the answer starts and the whole completion is the answer."""
 
     def __init__(self, model, tok: PolicyTokenizer, gen_cfg: GenerationConfig, length_cfg: LengthConfig,
-                 fp32_head: bool, device: torch.device, compiled: bool = True):
+                 fp32_head: bool, device: torch.device, compiled: bool = True, think: bool = True):
         self.model = model
         self.tok = tok
         self.gen_cfg = gen_cfg
@@ -63,7 +64,7 @@ class TorchGenerator:
         self.stats = GenerationStats()
         self.rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=list(tok.think_close_ids),
                                 interrupt_ids=list(tok.interrupt_ids), max_answer=gen_cfg.max_answer_tokens,
-                                interruption=length_cfg.name == "interruption")
+                                interruption=length_cfg.name == "interruption", think=think)
         self.engine: Optional[GraphDecoder] = None
         if device.type == "cuda" and static_decoder.supports(model):
             self.engine = GraphDecoder(model, self.rules, fp32_head, gen_cfg.temperature, self._longest_budget(),

@@ -44,7 +44,7 @@ class VLLMGenerator:
         self.length_cfg = cfg.length
         self.rules = TraceRules(eos_id=tok.eos_id, think_close_ids=list(tok.think_close_ids),
                                 interrupt_ids=list(tok.interrupt_ids), max_answer_tokens=cfg.generation.max_answer_tokens,
-                                interruption=cfg.length.name == "interruption")
+                                interruption=cfg.length.name == "interruption", think=tok.think)
         self.stats = GenerationStats()
         checkpoint = export_checkpoint(model)
         self.llm = start_engine(checkpoint, engine_settings(model, cfg.precision.lm_head_fp32, cfg.seed))
@@ -105,7 +105,7 @@ class VLLMGenerator:
         traces = self._traces(prompts, rng)
         owners: Dict[str, int] = {}
         for i, trace in enumerate(traces):
-            self._submit(trace.think_request(), i, owners)
+            self._submit(trace.first_request(), i, owners)
         current, steps = version, 0
         while engine.has_unfinished_requests():
             if version_hook is not None:

@@ -6,7 +6,8 @@ end of sequence), then, once the trace has closed its thoughts or been interrupt
 (up to ``max_answer_tokens``, stopping at the end of sequence). With ``interruption`` a trace still
 thinking at its budget gets the interruption phrase forced in between the two; those forced tokens are
 recorded as not sampled (they are not trained on), with no generator log-prob (0.0). Without it the
-trace is truncated at the budget. The outcome matches the torch generator's phase machine.
+trace is truncated at the budget. Without thinking (``TraceRules.think``) a trace is its answer request
+alone. The outcome matches the torch generator's phase machine.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class TraceRules:
     interrupt_ids: List[int]
     max_answer_tokens: int
     interruption: bool
+    think: bool = True
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,10 @@ class Trace:
     think_tokens: int = 0
     interrupted: bool = False
     truncated: bool = False
+
+    def first_request(self) -> EngineRequest:
+        """The think request, or without thinking the answer request."""
+        return self.think_request() if self.rules.think else self._start_answer()
 
     def think_request(self) -> EngineRequest:
         """Think up to the budget. A single-token ``</think>`` is a stop token; a multi-token one is
@@ -132,4 +138,5 @@ class Trace:
     def completion(self, text: str) -> Completion:
         return Completion(prompt_ids=list(self.prompt_ids), tokens=list(self.tokens), gen_logp=list(self.gen_logp),
                           sampled=list(self.sampled), versions=list(self.versions), interrupted=self.interrupted,
-                          truncated=self.truncated, think_tokens=self.think_tokens, text=text)
+                          truncated=self.truncated, think_tokens=self.think_tokens, text=text,
+                          thinks=self.rules.think)

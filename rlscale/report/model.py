@@ -16,6 +16,7 @@ import numpy as np
 from rlscale.fit.curves import resolve_x
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
 from rlscale.report.pool import parallel_map
+from rlscale.report.samples import Sample, read_samples
 from rlscale.results import RunDir, find_runs, read_metrics, read_status
 from rlscale.results.discover import read_sweep_json
 from rlscale.results.metrics import is_finite_number
@@ -63,6 +64,8 @@ class RunView:
     eval: Series
     train: Dict[str, Series]
     warnings: List[str] = field(default_factory=list)
+    samples: List[Sample] = field(default_factory=list)
+    sampled_evals: int = 0
 
     @property
     def fit_ok(self) -> bool:
@@ -209,8 +212,9 @@ def _run_view(job: RunJob) -> RunView:
              if len((series := _series(by_kind["train"], x_unit, metric)).x)}
     fit_points = _fit_points(fit)
     evals = fit_points if len(fit_points.x) else _series(by_kind["eval"], x_unit, job.y_name)
+    samples, sampled_evals = read_samples(run_dir.path)
     return RunView(job.anchor, sweep, variant, name, run_dir.path, fit, str(status.get("state", "unknown")),
-                   str(status.get("reason", "")), config_text, evals, train, warnings)
+                   str(status.get("reason", "")), config_text, evals, train, warnings, samples, sampled_evals)
 
 
 def _fit_points(fit: Optional[RunFit]) -> Series:

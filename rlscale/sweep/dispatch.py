@@ -1,8 +1,9 @@
 """Submit a sweep's runs through submitit and ask whether their jobs are still alive.
 
-- ``local``: submitit's local executor. The runs are dealt round-robin into as many lanes as there are
-  usable cores (``launcher.max_parallel`` to cap it); each lane is one local job that trains its runs in
-  turn with ``cores // lanes`` threads. Job id = the local controller's process id.
+- ``local``: submitit's local executor. The runs are dealt round-robin into lanes (``rlscale.sweep.lanes``:
+  one per ``launcher.gpus_per_node`` GPUs on a GPU machine, each lane seeing only its own, else one per
+  usable core; ``launcher.max_parallel`` caps it); each lane is one local job that trains its runs in turn
+  with ``cores // lanes`` threads. Job id = the local controller's process id.
 - ``slurm``: one SLURM job array per distinct launcher config (usually one per sweep), one array task per
   run, ``launcher.array_parallelism`` at a time, with the options of ``rlscale.sweep.sbatch``.
 Both jobs run ``RunJob``, which is checkpointable: a job signalled before its limit is requeued.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import shlex
 import subprocess
 from collections import defaultdict
@@ -22,6 +22,7 @@ import submitit
 from omegaconf import OmegaConf
 
 from rlscale.sweep.job import RunJob
+from rlscale.sweep.lanes import Lane, deal_lanes, machine_gpus, usable_cores
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.sweep.sbatch import sbatch_options, setup_commands
 from rlscale.sweep.spec import SpecError
@@ -29,10 +30,6 @@ from rlscale.sweep.spec import SpecError
 SUBMITIT_DIR = ".submitit"
 SLURM_LIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
               "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT")
-
-
-def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path, jobs: Dict[str, str],
@@ -53,17 +50,25 @@ def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
     return [shlex.join(words) for words in setup_commands(runs[0].cfg.launcher)]
 
 
+def local_lanes(runs: Sequence[ResolvedRun]) -> List[Lane]:
+    """The lanes of ``runs`` on this machine; ``SpecError`` naming the field when they cannot be dealt."""
+    try:
+        return deal_lanes(len(runs), runs[0].cfg.launcher, machine_gpus(), usable_cores())
+    except ValueError as err:
+        raise SpecError(str(err)) from None
+
+
 def _submit_local(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str], rungs: Tuple[float, ...] = (),
                   sweep_dir: Optional[Path] = None) -> None:
     launcher = runs[0].cfg.launcher
-    cores = usable_cores()
-    lanes = max(1, min(len(runs), launcher.max_parallel or cores))
+    lanes = local_lanes(runs)
     executor = submitit.LocalExecutor(folder=folder)
-    for lane in range(lanes):
-        members = runs[lane::lanes]
+    for lane in lanes:
+        members = [runs[i] for i in lane.runs]
         executor.update_parameters(timeout_min=int(launcher.timeout_min) * len(members),
-                                   signal_delay_s=int(launcher.signal_delay_s), setup=_setup_lines(runs))
-        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=max(1, cores // lanes),
+                                   signal_delay_s=int(launcher.signal_delay_s), setup=_setup_lines(runs),
+                                   **lane.executor_parameters())
+        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=lane.threads,
                                      rungs=rungs, sweep_dir=sweep_dir if rungs else None))
         jobs.update({r.run.name: str(job.job_id) for r in members})
 

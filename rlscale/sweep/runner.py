@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from rlscale.results import RunState, atomic_write_text, read_status, write_status
 from rlscale.results.lock import held_by
 from rlscale.results.status import PRUNE_REQUEST
-from rlscale.sweep.dispatch import alive, submit
+from rlscale.sweep.dispatch import alive, local_lanes, submit
 from rlscale.sweep.expand import expand
 from rlscale.sweep.prune import PruningConfig, resume_pruned
 from rlscale.sweep.resolve import ResolvedRun, resolve_runs, results_root
@@ -77,6 +77,8 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
             check_launcher(run.cfg.launcher)
         except SpecError as err:
             raise SpecError(f"{spec.path}: variant '{run.run.variant}': {err}") from None
+    if runs and runs[0].cfg.launcher.name == "local":
+        local_lanes(runs)  # GPUs enough for launcher.gpus_per_node, before anything is written
     sweep_dir = results_root(request.results) / spec.name
     return decide(spec, sweep_dir, runs, tuple(cli), request)
 

@@ -37,6 +37,10 @@ class ReasoningGymTask:
         seen = {e["question"] for e in self._train_ds}
         val_entries = [e for e in self._val_ds if e["question"] not in seen][: cfg.val_size]
         self._val = [self._problem(i, e) for i, e in enumerate(val_entries)]
+        if not self._val:
+            raise ValueError(f"task.train_size={cfg.train_size}: every validation problem of '{cfg.dataset}' is "
+                             "also a training problem (a small problem space), so nothing is held out; "
+                             "lower task.train_size")
 
     def _problem(self, index: int, entry: dict) -> Problem:
         expression = entry.get("metadata", {}).get("expression")

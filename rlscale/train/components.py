@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config.schema import RunConfig
 from rlscale.engines.policy import count_parameters
+from rlscale.engines.thinking import resolve_think, template_thinks
+from rlscale.gpus import driver_gpu_count
 from rlscale.rl import LossSpec, NoPositiveResamplingPool
+from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.rollouts import PPOOffPolicySource, RolloutSampler, RolloutSource
@@ -25,7 +28,7 @@ from rlscale.train.rollouts import PPOOffPolicySource, RolloutSampler, RolloutSo
 class Components:
     cfg: RunConfig
     device: torch.device
-    task: Task
+    task: FormattedTask
     tok: Any
     model: Any
     generator: Any
@@ -42,10 +45,16 @@ def typed(cfg: DictConfig) -> RunConfig:
 
 
 def pick_device(name: str) -> torch.device:
-    """``auto``: CUDA when available, else CPU. Under a multi-process launch each rank takes the GPU of its
-    LOCAL_RANK."""
+    """``auto``: CUDA when available, else CPU, but never CPU while the machine has GPUs that this process
+    cannot see (hidden by ``CUDA_VISIBLE_DEVICES`` or a CPU build of torch). Under a multi-process launch each
+    rank takes the GPU of its LOCAL_RANK."""
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
+        hidden = driver_gpu_count() if name == "cpu" else 0
+        if hidden:
+            raise RuntimeError(f"engine.device=auto: this machine has {hidden} GPU(s) but this process "
+                               f"sees none (CUDA_VISIBLE_DEVICES='{os.environ.get('CUDA_VISIBLE_DEVICES', '')}', "
+                               f"torch {torch.__version__}); set engine.device=cpu to train on the CPU")
     if name == "cuda":
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     return torch.device(name)
@@ -59,24 +68,29 @@ def prepare_process(cfg: RunConfig) -> torch.device:
     return pick_device(cfg.engine.device)
 
 
-def build_task(cfg: RunConfig) -> Task:
+def build_task(cfg: RunConfig) -> FormattedTask:
+    """The configured task, its prompts and verification in ``task.answer_format``."""
     from rlscale.tasks.registry import build_task as registry_build
 
-    return registry_build(cfg.task)
+    return FormattedTask(registry_build(cfg.task), AnswerFormat(cfg.task.answer_format))
 
 
 def build_policy(cfg: RunConfig, task: Task, device: torch.device):
-    """(model, tokenizer): the cached warmed-up tiny Llama, or a local HF checkpoint."""
+    """(model, tokenizer): the cached warmed-up tiny Llama (warmed up with thinking on), or a local HF
+    checkpoint; the tokenizer renders prompts with ``generation.think`` resolved for that model."""
     if cfg.model.name == "tiny":
         from rlscale.engines.char_tokenizer import CharTokenizer
         from rlscale.engines.tiny_model import load_or_build_tiny
 
         tok = CharTokenizer(cfg.length.phrase)
         model = load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir))
+        model_thinks = True
     else:
         from rlscale.engines.hf_model import load_hf_policy_for_training
 
         model, tok = load_hf_policy_for_training(cfg.model, cfg.length.phrase)
+        model_thinks = template_thinks(tok.tokenizer.chat_template)
+    tok = replace(tok, think=resolve_think(cfg.generation.think, model_thinks, cfg.length.name))
     return model.to(device).eval(), tok
 
 
@@ -88,7 +102,7 @@ def build_generator(cfg: RunConfig, model, tok, device: torch.device):
     from rlscale.engines.torch_generator import TorchGenerator
 
     return TorchGenerator(model, tok, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, device,
-                          compiled=cfg.engine.compile)
+                          compiled=cfg.engine.compile, think=tok.think)
 
 
 def build_learner(cfg: RunConfig, model):
@@ -121,10 +135,7 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     generator = build_generator(cfg, model, tok, device)
     learner = build_learner(cfg, model)
     split = len(task.train_problems())
-    if cfg.curriculum.pool_size > split:
-        raise ValueError(f"field 'curriculum.pool_size': {cfg.curriculum.pool_size} is larger than the "
-                         f"training split ({split} prompts)")
-    pool = NoPositiveResamplingPool(cfg.curriculum.pool_size or split, cfg.curriculum.threshold,
+    pool = NoPositiveResamplingPool(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum.threshold,
                                     enabled=cfg.curriculum.name == "no_positive_resampling")
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type,

@@ -1,5 +1,6 @@
 """Validation: mean pass rate over the fixed held-out split, ``samples`` completions per prompt
-(Section 2: 1,000 held-out prompts x 16 samples, every 100 steps). Sampling uses its own RNG, seeded from
+(Section 2: 1,000 held-out prompts x 16 samples, every 100 steps), and the first completion of the first
+``logged`` prompts as samples to read (the run's samples.jsonl). Sampling uses its own RNG, seeded from
 the run's seed alone: evaluating never shifts the training run's random stream, and every eval of a run
 draws the same random numbers (common random numbers), so the change between two evals comes from the
 policy rather than from fresh sampling noise (on the embedded default this took the R^2 of Eq. 1 from
@@ -12,12 +13,14 @@ far the reward on a fresh draw of n prompts would move (the paper's 1,000 prompt
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Sequence
 
 import torch
 
-from rlscale.tasks.base import Problem, Task
+from rlscale.engines.phases import Completion
+from rlscale.tasks.answer_format import FormattedTask
+from rlscale.tasks.base import Problem
 from rlscale.train.rollouts import score_completion
 
 CHUNK_SEQUENCES = 512
@@ -30,6 +33,7 @@ class EvalResult:
     val_reward_se: float
     val_samples: int
     truncation_rate: float
+    samples: List[dict] = field(default_factory=list)
 
 
 def pass_rate_se(per_prompt: Sequence[float]) -> float:
@@ -41,17 +45,34 @@ def pass_rate_se(per_prompt: Sequence[float]) -> float:
     return math.sqrt(sum((p - mean) ** 2 for p in per_prompt) / (n - 1) / n)
 
 
-def evaluate(task: Task, tok, generator, problems: List[Problem], samples: int, seed: int, step: int) -> EvalResult:
+def sample_record(task: FormattedTask, problem: Problem, completion: Completion, correct: bool, step: int) -> dict:
+    """One line of samples.jsonl: the prompt as the task states it, the completion with its think trace,
+    the extracted answer (None when there is none), the reference, the verdict and its +1/-1 reward."""
+    return {"step": step, "policy_version": max(completion.versions, default=step), "problem": problem.index,
+            "prompt": problem.prompt, "completion": completion.text, "thinks": completion.thinks,
+            "answer": None if completion.truncated else task.extract(completion.answer),
+            "reference": problem.answer, "correct": correct, "reward": 1.0 if correct else -1.0,
+            "tokens": len(completion.tokens), "truncated": completion.truncated,
+            "interrupted": completion.interrupted}
+
+
+def evaluate(task: FormattedTask, tok, generator, problems: List[Problem], samples: int, seed: int, step: int,
+             logged: int = 0) -> EvalResult:
     rng = torch.Generator().manual_seed(EVAL_SEED_BASE + 1_000_003 * seed)
     flat = [p for p in problems for _ in range(samples)]
     correct: List[bool] = []
     truncated = 0
+    records = []
     for start in range(0, len(flat), CHUNK_SEQUENCES):
         chunk = flat[start:start + CHUNK_SEQUENCES]
         completions = generator.generate([tok.encode_prompt(p.prompt) for p in chunk], rng, version=step)
-        correct += [score_completion(task, p, c) for p, c in zip(chunk, completions)]
+        verdicts = [score_completion(task, p, c) for p, c in zip(chunk, completions)]
+        correct += verdicts
         truncated += sum(c.truncated for c in completions)
+        for i, (p, c, ok) in enumerate(zip(chunk, completions, verdicts), start):
+            if i % samples == 0 and i // samples < logged:  # the first sample of each of the first prompts
+                records.append(sample_record(task, p, c, ok, step))
     n = max(1, len(flat))
     per_prompt = [sum(correct[i:i + samples]) / samples for i in range(0, len(correct), samples)]
     return EvalResult(val_reward=sum(correct) / n, val_reward_se=pass_rate_se(per_prompt), val_samples=len(flat),
-                      truncation_rate=truncated / n)
+                      truncation_rate=truncated / n, samples=records)

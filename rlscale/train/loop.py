@@ -31,6 +31,17 @@ from rlscale.train.evaluate import evaluate
 log = logging.getLogger("rlscale.train")
 
 
+def file_size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def cut_back(path: Path, size: int) -> None:
+    """Truncate an append-only log to ``size`` bytes (its size at the checkpoint)."""
+    if file_size(path) > size:
+        with open(path, "r+b") as fh:
+            fh.truncate(size)
+
+
 class Diverged(RuntimeError):
     """NaN or inf in the loss or the gradients."""
 
@@ -96,6 +107,7 @@ class RunLoop:
         self.comps = build_components(cfg, self.run_dir)
         self.cfg = self.comps.cfg
         self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.samples_path = self.run_dir / "samples.jsonl"
         self.step = 0
 
     # -- state ---------------------------------------------------------------------------------
@@ -104,13 +116,14 @@ class RunLoop:
         return {"step": self.step, "model": c.model.state_dict(), "learner": c.learner.state_dict(),
                 "rng": c.rng.get_state(), "torch_rng": torch.get_rng_state(), "pool": c.pool.state_dict(),
                 "source": c.source.state_dict(), "compute": c.meter.state_dict(),
-                "metrics_bytes": self.metrics_path.stat().st_size if self.metrics_path.exists() else 0}
+                "metrics_bytes": file_size(self.metrics_path), "samples_bytes": file_size(self.samples_path)}
 
     def restore(self) -> bool:
         ckpt = load_checkpoint(self.run_dir)
         if ckpt is None:
             check_resumable(self.run_dir)  # metrics beyond step 0 without a checkpoint are never deleted
-            self.metrics_path.unlink(missing_ok=True)  # killed before the first checkpoint: start over cleanly
+            for path in (self.metrics_path, self.samples_path):  # killed before the first checkpoint: start over
+                path.unlink(missing_ok=True)
             return False
         c = self.comps
         c.model.load_state_dict(ckpt["model"])
@@ -121,9 +134,8 @@ class RunLoop:
         c.source.load_state_dict(ckpt["source"])
         c.meter.load_state_dict(ckpt["compute"])
         self.step = ckpt["step"]
-        if self.metrics_path.exists() and self.metrics_path.stat().st_size > ckpt["metrics_bytes"]:
-            with open(self.metrics_path, "r+b") as fh:  # lines after the checkpoint are produced again
-                fh.truncate(ckpt["metrics_bytes"])
+        cut_back(self.metrics_path, ckpt["metrics_bytes"])  # lines after the checkpoint are produced again
+        cut_back(self.samples_path, ckpt.get("samples_bytes", 0))
         c.source.after_update(c.model, self.step)
         return True
 
@@ -133,7 +145,11 @@ class RunLoop:
     # -- work ----------------------------------------------------------------------------------
     def evaluate(self, metrics: MetricsLog) -> None:
         c, t = self.comps, self.cfg.trainer
-        result = evaluate(c.task, c.tok, c.generator, c.task.val_problems(), t.eval_samples, self.cfg.seed, self.step)
+        result = evaluate(c.task, c.tok, c.generator, c.task.val_problems(), t.eval_samples, self.cfg.seed, self.step,
+                          logged=t.eval_samples_logged)
+        samples = MetricsLog(self.samples_path)
+        for record in result.samples:
+            samples.append(record)
         metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(),
                         "val_reward": result.val_reward, "val_reward_se": result.val_reward_se,
                         "val_samples": result.val_samples,

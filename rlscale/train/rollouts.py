@@ -12,16 +12,17 @@ import torch
 from rlscale.config.schema import FilteringConfig, LengthConfig
 from rlscale.engines.torch_generator import Completion
 from rlscale.rl import NoPositiveResamplingPool, dapo_length_penalty
-from rlscale.tasks.base import Problem, Task, split_think
+from rlscale.tasks.base import Problem, Task
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.compute import ComputeMeter
 
 
 def score_completion(task: Task, problem: Problem, completion: Completion) -> bool:
-    """Correct when the text after ``</think>`` verifies; a truncated trace has no answer."""
+    """Correct when the answer (the text after ``</think>``, or the whole completion without thinking)
+    verifies; a truncated trace has no answer."""
     if completion.truncated:
         return False
-    _, answer = split_think(completion.text)
+    answer = completion.answer
     return bool(answer) and task.is_correct(problem, answer)
 
 

@@ -1,0 +1,69 @@
+"""How ``launcher=local`` deals a sweep's runs into lanes (one submitit local job each, running its runs in
+turn).
+
+On a machine with GPUs a lane holds ``launcher.gpus_per_node`` of them (at least one; PipelineRL wants two,
+a trainer and a generator GPU) and sees only its own: its GPU indices go to submitit's LocalExecutor as
+``visible_gpus``, which sets the job's ``CUDA_VISIBLE_DEVICES``. Lanes are then counted by GPUs. Without GPUs
+lanes are counted by usable cores. ``launcher.max_parallel`` caps either count; each lane gets an equal share
+of the cores as torch threads.
+
+The GPUs dealt are those of ``CUDA_VISIBLE_DEVICES`` when it is set, else those the NVIDIA driver lists
+(``rlscale.gpus``; ``RLSCALE_GPUS=N`` overrides: GPUs 0..N-1, e.g. to see the dealing on a machine without
+GPUs).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import List, Tuple
+
+from rlscale.config.schema import LauncherConfig
+from rlscale.gpus import driver_gpu_count, gpu_count_override
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def machine_gpus() -> Tuple[int, ...]:
+    """The GPU indices a local job may be given: ``CUDA_VISIBLE_DEVICES`` when set, else 0..n-1 for the n GPUs
+    of ``driver_gpu_count``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None or gpu_count_override():
+        return tuple(range(driver_gpu_count()))
+    ids = [part.strip() for part in visible.split(",") if part.strip()]
+    if not all(part.isdigit() for part in ids):
+        raise ValueError(f"CUDA_VISIBLE_DEVICES='{visible}': launcher=local deals GPUs by index; list indices, "
+                         "not UUIDs")
+    return tuple(int(part) for part in ids)
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The runs (indices into the sweep's run list) one local job trains in turn, its GPUs and threads."""
+
+    runs: Tuple[int, ...]
+    gpus: Tuple[int, ...]
+    threads: int
+
+    def executor_parameters(self) -> dict:
+        """submitit LocalExecutor parameters: the job sees exactly ``gpus`` (none: ``CUDA_VISIBLE_DEVICES=''``)."""
+        return {"gpus_per_node": len(self.gpus), "visible_gpus": self.gpus}
+
+
+def deal_lanes(n_runs: int, launcher: LauncherConfig, gpus: Tuple[int, ...], cores: int) -> List[Lane]:
+    """Runs dealt round-robin into lanes: one per ``launcher.gpus_per_node`` GPUs when there are GPUs, else one
+    per core; at most ``launcher.max_parallel`` and at most one per run."""
+    per_lane = max(1, launcher.gpus_per_node)
+    if gpus:
+        if per_lane > len(gpus):
+            raise ValueError(f"launcher.gpus_per_node={launcher.gpus_per_node}: this machine shows {len(gpus)} "
+                             f"GPU(s) ({', '.join(map(str, gpus))})")
+        capacity = len(gpus) // per_lane
+    else:
+        capacity = cores
+    limit = launcher.max_parallel or capacity
+    lanes = max(1, min(n_runs, min(limit, capacity) if gpus else limit))
+    return [Lane(runs=tuple(range(n_runs))[i::lanes], gpus=gpus[i * per_lane:(i + 1) * per_lane] if gpus else (),
+                 threads=max(1, cores // lanes))
+            for i in range(lanes)]
