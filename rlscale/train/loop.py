@@ -2,7 +2,11 @@
 global aggregation weights, update, log, evaluate, checkpoint. Resumes from ``checkpoints/last.pt``.
 
 Metrics (results contract): a train line per update, an eval line at step 0 and every
-``trainer.eval_every`` steps and at the end. Steps count optimizer updates.
+``trainer.eval_every`` steps and at the end. Steps count optimizer updates. Compilation is logged apart
+from the compute (``rlscale.engines.compile_cost``): every train line carries ``compile_s``, the seconds
+of its ``step_seconds`` spent compiling or capturing graphs (excluded from ``gpu_hours``), and the first
+train line after a start or resume carries ``startup_s``, the wall seconds from the start of the run to
+its first update (model load, engine construction, the step-0 eval with its compilation).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Dict, List, Optional
 import torch
 from omegaconf import DictConfig
 
+from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.deepspeed_learner import follower_rank
 from rlscale.results.errors import Refused
 from rlscale.results.lock import FolderLock
@@ -103,6 +108,8 @@ def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Component
 
 class RunLoop:
     def __init__(self, cfg: DictConfig, run_dir: Path):
+        self.started = time.perf_counter()
+        self.startup_s: float | None = None
         self.run_dir = Path(run_dir)
         self.comps = build_components(cfg, self.run_dir)
         self.cfg = self.comps.cfg
@@ -157,7 +164,10 @@ class RunLoop:
 
     def update(self) -> dict:
         c = self.comps
-        start = time.perf_counter()
+        start, stalled = time.perf_counter(), STALLS.seconds
+        first = self.startup_s is None
+        if first:
+            self.startup_s = start - self.started
         with c.meter.measure():
             groups = c.source.next_batch(self.step)
             batch, advantages, weights, kept = prepare_batch(groups, c)
@@ -170,8 +180,11 @@ class RunLoop:
         lag = lag_stats(batch, self.step)
         self.step += 1
         c.source.after_update(c.model, self.step)
-        return {**train_metrics(self.step, groups, result, c, kept, lag, time.perf_counter() - start),
-                **c.source.metrics()}
+        record = {**train_metrics(self.step, groups, result, c, kept, lag, time.perf_counter() - start),
+                  "compile_s": STALLS.seconds - stalled, **c.source.metrics()}
+        if first:
+            record["startup_s"] = self.startup_s
+        return record
 
     def run(self, stop_at: Optional[int] = None) -> None:
         """Train to ``trainer.max_steps``, or pause at ``stop_at`` (evaluated and checkpointed there). At
