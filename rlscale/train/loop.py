@@ -15,7 +15,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 from omegaconf import DictConfig
@@ -26,7 +26,7 @@ from rlscale.results.errors import Refused
 from rlscale.results.lock import FolderLock
 from rlscale.results.metrics import MetricsLog
 from rlscale.results.process import host
-from rlscale.results.status import RunState, write_status
+from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.train.batch import ScoredGroup, TrainBatch, collate
 from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
@@ -49,6 +49,10 @@ def cut_back(path: Path, size: int) -> None:
 
 class Diverged(RuntimeError):
     """NaN or inf in the loss or the gradients."""
+
+
+class Pruned(RuntimeError):
+    """The sweep asked the run to stop (prune.json in its folder); raised after an eval and a checkpoint."""
 
 
 def prepare_batch(groups: List[ScoredGroup], comps: Components) -> tuple[TrainBatch, torch.Tensor, torch.Tensor, float]:
@@ -182,32 +186,46 @@ class RunLoop:
             record["startup_s"] = self.startup_s
         return record
 
-    def run(self) -> None:
+    def run(self, stop_at: Optional[int] = None) -> None:
+        """Train to ``trainer.max_steps``, or pause at ``stop_at`` (evaluated and checkpointed there). At
+        each eval a prune request stops the run after a checkpoint (``Pruned``)."""
         t = self.cfg.trainer
+        limit = t.max_steps if stop_at is None else min(t.max_steps, stop_at)
         resumed = self.restore()
         metrics = MetricsLog(self.metrics_path)
         if not resumed:
             self.evaluate(metrics)
             self.checkpoint()
-        while self.step < t.max_steps:
+        self.check_prune()
+        while self.step < limit:
             record = self.update()
             metrics.append(record)
             if record["truncation_rate"] > t.truncation_warn:
                 log.warning("step %d: truncation rate %.0f%% is above %.0f%% (the paper's instability signal)",
                             self.step, 100 * record["truncation_rate"], 100 * t.truncation_warn)
-            if self.step % t.eval_every == 0 or self.step == t.max_steps:
+            evaluated = self.step % t.eval_every == 0 or self.step in (t.max_steps, limit)
+            if evaluated:
                 self.evaluate(metrics)
-            if self.step % t.checkpoint_every == 0 or self.step == t.max_steps:
+            if self.step % t.checkpoint_every == 0 or self.step in (t.max_steps, limit):
                 self.checkpoint()
+            if evaluated:
+                self.check_prune()
+
+    def check_prune(self) -> None:
+        request = prune_request(self.run_dir)
+        if request is not None:
+            self.checkpoint()
+            raise Pruned(str(request.get("reason", "pruned by its sweep")))
 
     def close(self) -> None:
         self.comps.source.close()
         self.comps.learner.close()
 
 
-def train(cfg: DictConfig, run_dir: Path) -> str:
-    """Train or resume one run; write status.json; return the final state. Ranks > 0 of a DeepSpeed
-    launch only mirror rank 0's learner calls and write nothing (rlscale.engines.deepspeed_learner).
+def train(cfg: DictConfig, run_dir: Path, stop_at: Optional[int] = None) -> str:
+    """Train or resume one run (pausing at step ``stop_at``: state pending); write status.json; return the
+    final state. Ranks > 0 of a DeepSpeed launch only mirror rank 0's learner calls and write nothing
+    (rlscale.engines.deepspeed_learner).
 
     The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
     metrics is refused (rlscale.train.checkpoint.check_resumable): both raise ``Refused`` before
@@ -218,16 +236,20 @@ def train(cfg: DictConfig, run_dir: Path) -> str:
     run_dir = Path(run_dir)
     with FolderLock(run_dir, "run folder"):
         check_resumable(run_dir)
-        return _train_locked(cfg, run_dir)
+        return _train_locked(cfg, run_dir, stop_at)
 
 
-def _train_locked(cfg: DictConfig, run_dir: Path) -> str:
+def _train_locked(cfg: DictConfig, run_dir: Path, stop_at: Optional[int]) -> str:
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     loop = None
     try:
         loop = RunLoop(cfg, run_dir)
-        loop.run()
+        loop.run(stop_at)
         state, reason = RunState.DONE, ""
+        if loop.step < loop.cfg.trainer.max_steps:
+            state, reason = RunState.PENDING, f"paused at step {loop.step} (pruning rung)"
+    except Pruned as err:
+        state, reason = RunState.PRUNED, str(err)
     except Diverged as err:
         state, reason = RunState.DIVERGED, str(err)
     except PoolExhausted as err:
