@@ -154,3 +154,26 @@ def test_plan_finds_the_batch_crossover_and_the_best_setting():
                     16000, 100000)
     cross = [c for c in late.crossovers if {c.before, c.after} == {"b768", "b2048"}]
     assert len(cross) == 1 and cross[0].before == "b768" and cross[0].x == pytest.approx(true_x, rel=0.1)
+
+
+def test_report_page_shows_the_plan_of_rlscale_plan(tmp_path):
+    """rlscale plan writes plan.json; rlscale report --html shows it as its plan section."""
+    import subprocess
+    import sys
+
+    specs = {"b768": TABLE1["scalerl"], "b2048": TABLE1["batch_2048"]}
+    curves, spec = sweep_curves(specs, 1, np.random.default_rng(5), LooNoise(a_jitter=0.0, point=0.001,
+                                                                              x_max=32000.0, every=800.0))
+    for c, v in zip(curves, spec["variants"]):
+        write_run(tmp_path / "sweep" / v["run"], c.x, c.y, seed=c.seed)
+    cli = [sys.executable, "-m", "rlscale.cli"]
+    done = subprocess.run(cli + ["plan", str(tmp_path), "--budget", "100000", "--n-boot", "20"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    done = subprocess.run(cli + ["report", "--html", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert "7 Plan at a budget" in page
+    best = plan["sweeps"][0]["best"]
+    assert ("best " + best[0]) in page if len(best) == 1 else "tie between" in page
