@@ -8,6 +8,7 @@ from typing import Callable
 import typer
 
 from rlscale.fit.command import fit_command
+from rlscale.plan.command import plan_command
 from rlscale.report.command import report_command
 from rlscale.sweep.command import status_command, sweep_command
 from rlscale.train.command import run_command
@@ -55,6 +56,7 @@ app.command("sweep", context_settings={"allow_interspersed_args": True})(one_lin
 app.command("status")(one_line_errors(status_command))
 app.command("fit")(one_line_errors(fit_command))
 app.command("report")(one_line_errors(report_command))
+app.command("plan")(one_line_errors(plan_command))
 
 if __name__ == "__main__":
     app()

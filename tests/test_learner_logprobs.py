@@ -15,11 +15,12 @@ import copy
 
 import pytest
 import torch
+from torch._dynamo.callback import callback_handler
 
 from rlscale.config.schema import ModelConfig, OptimConfig
 from rlscale.engines.policy import SelectedLogprobs, token_logprobs
 from rlscale.engines.tiny_model import build_tiny_llama
-from rlscale.engines.torch_learner import TorchLearner
+from rlscale.engines.torch_learner import TorchLearner, length_bucket
 from rlscale.rl import LossSpec
 from rlscale.train.batch import TrainBatch
 from synthetic_batches import off_policy_batch
@@ -89,22 +90,32 @@ def test_entropy_is_that_of_the_tempered_softmax(fp32_head, temperature):
 
 
 def test_compiled_learner_updates_like_the_eager_learner():
+    """Also: it compiles once, at the first update, whatever the widths of later batches (a recompile
+    mid-run is a stall of a minute or more on a GPU)."""
     eager_model = tiny_model()
     compiled_model = copy.deepcopy(eager_model)
     spec = LossSpec(name="cispo", eps_low=0.0, eps_high=4.0)
     optim = OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)
     eager = TorchLearner(eager_model, optim, spec, True, 1.0, micro_batch=2)
     compiled = TorchLearner(compiled_model, optim, spec, True, 1.0, micro_batch=2, compiled=True)
-    for seed, lengths in ((2, [9, 5, 12, 7]), (3, [6, 14, 8, 10])):  # a second width: dynamic recompile
+    compilations: list = []
+    callback_handler.register_start_callback(compilations.append)
+    widths = []
+    for seed, lengths in ((2, [9, 5, 12, 7]), (3, [6, 14, 40, 10]), (4, [40, 3, 70, 9])):  # 3 buckets
         batch = right_padded_batch(eager_model, lengths, seed)
+        widths.append(length_bucket(batch.input_ids.shape[1]))
         advantages = batch.rewards.clone()
         weights = batch.mask / batch.mask.sum()
         a = eager.step(batch, advantages, weights)
         b = compiled.step(batch, advantages, weights)
+        if seed == 2:
+            compiled_first = len(compilations)
         assert a.loss != 0.0
         assert abs(a.loss - b.loss) <= 1e-5 * max(1.0, abs(a.loss))
         assert abs(a.grad_norm - b.grad_norm) <= 1e-4 * a.grad_norm
         assert abs(a.entropy - b.entropy) <= 1e-4 * a.entropy
+    callback_handler.remove_start_callback(compilations.append)
+    assert widths == [32, 64, 96] and compiled_first >= 1 and len(compilations) == compiled_first
     moved = 0.0
     for (name, p), q, p0 in zip(eager_model.named_parameters(), compiled_model.parameters(),
                                 tiny_model().parameters()):

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.slow
 SHORT = ["offpolicy=ppo", "offpolicy.k=2", "batch.prompts=8", "batch.generations=4", "task.val_size=40",
          "trainer.eval_samples=2", "trainer.eval_every=2", "trainer.checkpoint_every=3", "trainer.max_steps=8",
          "engine.threads=1"]
-TIMING_KEYS = {"core_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s", "generator_idle_frac",
-               "weight_sync_s", "queue_depth"}  # measured times differ between runs; all else must match
+TIMING_KEYS = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s",
+               "generator_idle_frac", "weight_sync_s", "queue_depth", "startup_s", "compile_s"}  # measured; all else must match
 
 
 def rlscale(*args: str, **kw) -> subprocess.Popen:
@@ -91,6 +91,10 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     assert [r["step"] for r in cut if r["kind"] == "train"] == list(range(1, 9))
     assert [r["step"] for r in cut if r["kind"] == "eval"] == [0, 2, 4, 6, 8]
     assert [without_timing(r) for r in cut] == [without_timing(r) for r in ref]
+    started = [r["step"] for r in cut if "startup_s" in r]
+    assert started[0] == 1 and len(started) == 2  # the start and the resume
+    assert all(r["startup_s"] > 0 for r in cut if "startup_s" in r)
+    assert all(r["compile_s"] == 0.0 for r in cut if r["kind"] == "train")  # CPU runs never compile
     records, warnings = read_metrics(cut_dir / "metrics.jsonl")
     assert not warnings and len(records) == len(cut)
     assert lines(cut_dir / "samples.jsonl") == lines(ref_dir / "samples.jsonl")  # cut back like metrics.jsonl

@@ -3,8 +3,7 @@ first train steps of each one-axis reversion differ from the ScaleRL base's in w
 
 One short run per variant, the sweep's own overrides on top of a common short setting: 4 prompts per step
 from a pool of 8, so the third step starts the second epoch, where No-Positive-Resampling (threshold
-lowered to 0.5 so that the first epoch surely removes a prompt) and uniform resampling draw different
-prompts. The eval split and the warm-up are the default's (the cached base model is reused)."""
+lowered to 0.25 so that the first epoch removes prompts) and uniform resampling draw different prompts. The eval split and the warm-up are the default's (the cached base model is reused)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +18,8 @@ from rlscale.train.loop import RunLoop
 
 pytestmark = pytest.mark.slow
 
-SHORT = ["batch.prompts=4", "curriculum.pool_size=8", "curriculum.threshold=0.5", "trainer.max_steps=3",
-         "trainer.eval_every=3", "trainer.checkpoint_every=3", "engine.threads=1"]
+SHORT = ["batch.prompts=4", "curriculum.pool_size=8", "curriculum.threshold=0.25", "trainer.max_steps=4",
+         "trainer.eval_every=4", "trainer.checkpoint_every=4", "engine.threads=1"]
 MEASURED = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s",
             "generator_idle_frac", "weight_sync_s", "weight_load_s", "queue_depth"}
 
@@ -38,7 +37,7 @@ def train_lines(overrides: List[str], run_dir: Path) -> List[Dict]:
 def test_every_loo_axis_changes_the_first_train_steps(tmp_path):
     spec = load_spec(find_spec("loo"))
     base = train_lines(list(spec.base.overrides), tmp_path / "base")
-    assert [r["step"] for r in base] == [1, 2, 3]
+    assert [r["step"] for r in base] == [1, 2, 3, 4]
     assert base[-1]["pool_active"] < 8  # the first epoch removed prompts: the curriculum acts
     same = []
     for variant in spec.variants:

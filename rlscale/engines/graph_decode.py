@@ -8,12 +8,15 @@ token through ``StaticKVDecoder`` into the cache. Everything reads and writes fi
 step counter is a device tensor, so the whole step is captured once as a CUDA graph and replayed: the
 host does one replay per token plus a done-check every ``CHECK_EVERY`` steps.
 
-Shapes are bucketed so few graphs serve every batch: rows round up (``batch_bucket``; extra rows start
-ended), the cache holds ``slots`` positions (prompt width + step budget, rounded up to ``KV_BLOCK``),
-and one graph is captured per attended length kv_len = KV_BLOCK, 2 KV_BLOCK, ..., slots: step t of a
-prompt of width W replays the graph of the smallest kv_len > W + t, so attention reads at most
-KV_BLOCK - 1 unused slots. Sessions (buffers + graphs) are kept for the last ``SESSIONS`` shapes
-(training and evaluation batches alternate).
+Shapes are bucketed so few graphs serve every batch, and a run compiles and captures them once, early
+(compilation is a fixed cost kept off the compute axis, ``rlscale.engines.compile_cost``): rows round up
+(``batch_bucket``; extra rows start ended), the cache holds ``slots`` positions (prompt width + step
+budget, rounded up to ``KV_BLOCK``), and one graph is captured per attended length kv_len = KV_BLOCK,
+2 KV_BLOCK, ..., slots: step t of a prompt of width W replays the graph of the smallest kv_len > W + t,
+so attention reads at most KV_BLOCK - 1 unused slots. A session (buffers + graphs) serves one row
+bucket and never shrinks: a batch of shorter prompts reuses it, and only a prompt longer than any before
+makes it grow (``session_slots``), so varying prompt widths do not recompile mid-run. Sessions are kept
+for the last ``SESSIONS`` row buckets (training and evaluation batches alternate).
 
 PipelineRL's in-flight updates (Section 3.1) copy new weights into the model in place; the session
 then re-fuses its weight copies (``StaticKVDecoder.refresh``, also in place), so the captured graphs
@@ -26,6 +29,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.gumbel import gumbel_sample
 from rlscale.engines.phases import Completion, PhaseRules, TracePhases, left_pad
 from rlscale.engines.static_decoder import StaticKVDecoder
@@ -40,6 +44,12 @@ def batch_bucket(rows: int) -> int:
     if rows <= 64:
         return max(8, 1 << (rows - 1).bit_length())
     return -(-rows // 64) * 64
+
+
+def session_slots(width: int, steps: int, current: int = 0) -> int:
+    """KV slots of the session for prompts of ``width`` tokens and ``steps`` decode steps: their need rounded
+    up to ``KV_BLOCK``, or the ``current`` session's slots when those suffice."""
+    return max(current, -(-(width + steps) // KV_BLOCK) * KV_BLOCK)
 
 
 def record_step(phases: TracePhases, logits: torch.Tensor, draw: torch.Tensor, lse: torch.Tensor,
@@ -72,7 +82,8 @@ class DecodeSession:
         decoder.rope_table(slots)
         self.graphs: Dict[int, torch.cuda.CUDAGraph] = {}
         if graphs:
-            self._capture()
+            with STALLS.stall():
+                self._capture()
 
     @torch.no_grad()
     def step(self, kv_len: int) -> None:
@@ -148,18 +159,20 @@ class GraphDecoder:
         self.temperature = temperature
         self.steps = rules.max_steps(max_budget)
         self.graphs = graphs and on_gpu
-        self.sessions: "OrderedDict[tuple[int, int], DecodeSession]" = OrderedDict()
+        self.sessions: "OrderedDict[int, DecodeSession]" = OrderedDict()
 
     def session(self, rows: int, width: int) -> DecodeSession:
-        key = (batch_bucket(rows), -(-(width + self.steps) // KV_BLOCK) * KV_BLOCK)
-        if key in self.sessions:
-            self.sessions.move_to_end(key)
-        else:
+        """The session of ``rows``' bucket, made (or grown) when it cannot hold prompts of ``width`` tokens."""
+        bucket = batch_bucket(rows)
+        current = self.sessions.pop(bucket, None)
+        slots = session_slots(width, self.steps, current.slots if current is not None else 0)
+        if current is None or current.slots < slots:
             while len(self.sessions) >= SESSIONS:
                 self.sessions.popitem(last=False)
-            self.sessions[key] = DecodeSession(self.decoder, self.rules, *key, self.steps, self.temperature,
-                                               self.graphs, record=self.record)
-        return self.sessions[key]
+            current = DecodeSession(self.decoder, self.rules, bucket, slots, self.steps, self.temperature,
+                                    self.graphs, record=self.record)
+        self.sessions[bucket] = current
+        return current
 
     @torch.no_grad()
     def generate(self, prompts: Sequence[List[int]], budgets: torch.Tensor, seed: int, version: int,

@@ -70,6 +70,11 @@ class TorchGenerator:
             self.engine = GraphDecoder(model, self.rules, fp32_head, gen_cfg.temperature, self._longest_budget(),
                                        compiled=compiled)
 
+    @property
+    def max_new_tokens(self) -> int:
+        """The longest completion this generator can sample (think budget, phrase, answer, end)."""
+        return self.rules.max_steps(self._longest_budget())
+
     def _longest_budget(self) -> int:
         if self.length_cfg.name == "interruption":
             return self.length_cfg.window[1]

@@ -15,8 +15,15 @@ bf16 weight would otherwise round away). The LM head runs in FP32 or bf16 as ``f
 
 Speed (``compiled``, on CUDA): the log-prob pass (the policy's forward, the head, log-softmax and entropy)
 is wrapped in ``torch.compile``, which fuses the element-wise chains of the HF layers (RMSNorm casts,
-rotary, SiLU gate, residuals) and of the full-vocabulary softmax in the forward and the backward. Shapes
-follow the batch: the first change of sequence length recompiles once with that dimension dynamic.
+rotary, SiLU gate, residuals) and of the full-vocabulary softmax in the forward and the backward. It is
+compiled once, at the first update, so responses growing or shrinking over a run never recompile it (a
+recompile costs a minute or more against steps of a fraction of a second; compilation is kept off the
+compute axis, ``rlscale.engines.compile_cost``): with ``max_width`` (the run's longest prompt plus its
+longest completion) every batch is right-padded to that width rounded up to ``LENGTH_BLOCK`` and the pass
+is compiled for that one static shape; without it batches are padded to a multiple of ``LENGTH_BLOCK``
+(``length_bucket``) and the sequence dimension is dynamic. Measured on an H200 with SmolLM2-135M, the
+dynamic graph still recompiled once (~95 s) when a run's responses shortened from ~31 to ~11 tokens and
+the padded width fell from 128 to 64.
 """
 from __future__ import annotations
 
@@ -29,6 +36,13 @@ from rlscale.config.schema import OptimConfig
 from rlscale.engines.policy import token_logprobs
 from rlscale.rl import LossInputs, LossSpec, policy_loss
 from rlscale.train.batch import TrainBatch
+
+LENGTH_BLOCK = 32
+
+
+def length_bucket(width: int) -> int:
+    """The padded width of a batch of ``width`` tokens: the next multiple of ``LENGTH_BLOCK``."""
+    return -(-width // LENGTH_BLOCK) * LENGTH_BLOCK
 
 
 @dataclass
@@ -80,13 +94,18 @@ class MasterWeights:
             m.copy_(t)
 
 
+def pad_columns(weights: torch.Tensor, batch: TrainBatch) -> torch.Tensor:
+    """``weights`` [N, L-1] zero-padded to the columns of ``batch`` (already padded)."""
+    return torch.nn.functional.pad(weights, (0, batch.mask.shape[1] - weights.shape[1]))
+
+
 def to_device(batch: TrainBatch, device: torch.device) -> TrainBatch:
     return TrainBatch(**{f.name: getattr(batch, f.name).to(device) for f in fields(TrainBatch)})
 
 
 class TorchLearner:
     def __init__(self, model, optim_cfg: OptimConfig, loss_spec: LossSpec, fp32_head: bool, temperature: float,
-                 micro_batch: int = 0, ref_model=None, compiled: bool = False):
+                 micro_batch: int = 0, ref_model=None, compiled: bool = False, max_width: int = 0):
         self.model = model
         self.cfg = optim_cfg
         self.loss_spec = loss_spec
@@ -94,6 +113,8 @@ class TorchLearner:
         self.temperature = temperature
         self.micro_batch = micro_batch
         self.ref_model = ref_model
+        self.compiled = compiled
+        self.max_width = max_width
         self.logprobs = torch.compile(token_logprobs) if compiled else token_logprobs
         first = next(model.parameters())
         self.device = first.device
@@ -106,9 +127,18 @@ class TorchLearner:
         size = self.micro_batch if self.micro_batch > 0 else n
         return [slice(i, min(n, i + size)) for i in range(0, n, size)]
 
+    def padded_width(self, width: int) -> int:
+        """The width a batch of ``width`` tokens is padded to when compiled (see the module docstring)."""
+        return length_bucket(max(width, self.max_width))
+
+    def _logprobs(self, model, input_ids: torch.Tensor, with_entropy: bool = False):
+        if self.compiled and not self.max_width:  # one graph for every width (see the module docstring)
+            torch._dynamo.maybe_mark_dynamic(input_ids, 1)
+        return self.logprobs(model, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy)
+
     @torch.no_grad()
     def _logprobs_of(self, model, batch: TrainBatch) -> torch.Tensor:
-        return self.logprobs(model, batch.input_ids, self.fp32_head, self.temperature).logp
+        return self._logprobs(model, batch.input_ids).logp
 
     def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
         """One optimizer update on ``batch`` with global ``weights`` [N, L-1] (loss = sum W * per_token)."""
@@ -121,13 +151,16 @@ class TorchLearner:
         shares = [float(batch.mask[rows].sum()) / max(tokens_in_loss, 1.0) for rows in micro_batches]
         # the whole batch moves once: a copy from pageable host memory waits for the stream, so a copy per
         # micro-batch would drain the GPU's queue between micro-batches
+        if self.compiled:
+            batch = batch.padded(self.padded_width(batch.input_ids.shape[1]))
+            weights = pad_columns(weights, batch)
         batch, advantages, weights = to_device(batch, dev), advantages.to(dev), weights.to(dev)
         self.optimizer.zero_grad(set_to_none=True)
         for rows, share in zip(micro_batches, shares):
             mb = batch.rows(rows)
             prox = self._logprobs_of(self.model, mb) if self.loss_spec.tis_cap is not None else None
             ref = self._logprobs_of(self.ref_model, mb) if self.ref_model is not None else None
-            out_lp = self.logprobs(self.model, mb.input_ids, self.fp32_head, self.temperature, with_entropy=True)
+            out_lp = self._logprobs(self.model, mb.input_ids, with_entropy=True)
             out = policy_loss(LossInputs(logp=out_lp.logp, gen_logp=mb.gen_logp, advantages=advantages[rows],
                                          mask=mb.mask, prox_logp=prox, ref_logp=ref), self.loss_spec)
             loss = (weights[rows] * out.per_token).sum()

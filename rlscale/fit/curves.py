@@ -47,7 +47,8 @@ class MetricError(SourceError):
 @dataclass
 class Curve:
     """One run's eval points sorted by x. ``status`` is "ok" or the reason no fit is possible
-    (``message``); ``notes`` are one-phrase remarks carried into the run's message."""
+    (``message``); ``notes`` are one-phrase remarks carried into the run's message. ``pruned``: the run
+    was stopped early by its sweep (status.json state ``pruned``): a partial curve."""
 
     sweep: str
     variant: str
@@ -63,6 +64,7 @@ class Curve:
     status: str = "ok"
     message: str = ""
     repaired: bool = False
+    pruned: bool = False
 
 
 @dataclass
@@ -150,6 +152,7 @@ def _run_curve(run: RunDir, records: List[dict], warnings: List[str], x_key: str
     curve = _curve(run.sweep, variant, config_seed if config_seed is not None else seed, str(run.path),
                    [row for row in rows if row[0] is not None and row[1] is not None], notes, t_key)
     curve.repaired = curve.repaired or repaired
+    curve.pruned = state == "pruned"
     if not evals:
         curve.status, curve.message = "no_data", "no eval lines in metrics.jsonl"
     elif curve.status == "no_data":

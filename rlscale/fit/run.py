@@ -8,6 +8,9 @@ Status (RunFit.status) for a curve that loaded:
 - ``diverging``: the reward falls with compute (A below R0 by more than that);
 - ``repaired``: fitted, after tolerating bad input (torn or duplicate metrics lines, dropped NaN/inf
   points, a missing or unreadable config.yaml); the message says what was repaired;
+- ``pruned``: fitted, but the run was stopped early by its sweep's pruning (rlscale.sweep.prune): a
+  partial curve, never a full run, so it is left out of every comparison (like any status but ok and
+  repaired) while its fit stays in fits.json;
 - ``ok`` otherwise, with notes (A or C_mid at the edge of the box, no point beyond ``fit_until``, ...).
 
 A identified (RunFit.A_identified). A fitted run's A is not identified, and the comparisons keep it out
@@ -74,6 +77,8 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     run.A_identified = not run.A_identified_reason
     _add_extrapolation(run, curve, window, notes)
     run.power_law = _power_law(x, y, run, settings)
+    if curve.pruned:
+        return _finish(run, "pruned", [f"pruned by its sweep at x={curve.x[-1]:.4g}: partial curve"] + notes)
     return _finish(run, "repaired" if curve.repaired else "ok", notes)
 
 
@@ -111,13 +116,13 @@ def bootstrap_draws(run: RunFit, settings: FitSettings, fixed: Optional[SigmoidP
     ``fixed.A``. Shape (n_boot,)."""
     x, y, window = window_points(run, settings)
     space = search_space(settings, window)
-    weights = resample_weights(x.size, settings.n_boot, _rng(run, settings))
+    weights = resample_weights(x.size, settings.n_boot, bootstrap_rng(run, settings))
     if fixed is None:
         return fit_batch(x, y, run.R0, space, weights, start=(run.C_mid, run.B)).A
     return fit_batch(x, y, run.R0, space.with_fixed_a(fixed.A), weights, start=(fixed.C_mid, fixed.B)).B
 
 
-def _rng(run: RunFit, settings: FitSettings) -> np.random.Generator:
+def bootstrap_rng(run: RunFit, settings: FitSettings) -> np.random.Generator:
     """The bootstrap generator of a run: seeded by --seed and the run's name, so every draw is reproducible."""
     return np.random.default_rng([settings.seed, zlib.crc32(f"{run.sweep}/{run.variant}/{run.seed}".encode())])
 
@@ -161,7 +166,7 @@ def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpa
     intervals: List[Tuple[Optional[float], Optional[float]]] = [(None, None)] * len(settings.predict_at)
     if settings.n_boot > 0:
         ci = bootstrap_ci(x, y, run.R0, space, params, settings.predict_at, settings.n_boot, settings.ci_level,
-                          _rng(run, settings))
+                          bootstrap_rng(run, settings))
         (run.A_lo, run.A_hi), (run.B_lo, run.B_hi), (run.C_mid_lo, run.C_mid_hi) = ci.A, ci.B, ci.C_mid
         intervals = ci.predictions
     xs = np.asarray(run.points_x)

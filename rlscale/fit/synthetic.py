@@ -82,11 +82,21 @@ def loo_sweep(base: CurveSpec, effects: Dict[str, Tuple[float, float]], n_seeds:
               noise: LooNoise = LooNoise(), r0: float = 0.3, sweep: str = "loo") -> Tuple[List[Curve], dict]:
     """The curves of a LOO sweep (base "base" and one variant per ``effects`` entry, name -> (dA, dB)
     added to the base's A and B; (0, 0) makes an exact copy of the base), ``n_seeds`` seeds each, and its
-    sweep.json. Each eval line's step is its deterministic position ``t``; its SE is the point noise."""
+    sweep.json (kind ``loo``)."""
+    specs = {"base": base, **{name: replace(base, A=base.A + d_a, B=base.B + d_b)
+                              for name, (d_a, d_b) in effects.items()}}
+    return sweep_curves(specs, n_seeds, rng, noise, r0, sweep, kind="loo")
+
+
+def sweep_curves(specs: Dict[str, CurveSpec], n_seeds: int, rng: np.random.Generator, noise: LooNoise = LooNoise(),
+                 r0: float = 0.3, sweep: str = "sweep", kind: str = "grid") -> Tuple[List[Curve], dict]:
+    """The curves of a sweep with one variant per ``specs`` entry (the first is the base), ``n_seeds``
+    seeds each at ``noise``, and its sweep.json. Each eval line's step is its deterministic position
+    ``t``; its SE is the point noise."""
     x = np.arange(0.0, noise.x_max + noise.every / 2, noise.every)
     curves, variants = [], []
-    for name, (d_a, d_b) in [("base", (0.0, 0.0))] + list(effects.items()):
-        spec = replace(base, A=base.A + d_a, B=base.B + d_b)
+    base = next(iter(specs))
+    for name, spec in specs.items():
         for seed in range(n_seeds):
             a = spec.A + rng.normal(0.0, noise.a_jitter)
             y = sigmoid(x, r0, a, spec.B, spec.C_mid) + rng.normal(0.0, noise.point, x.size)
@@ -94,6 +104,13 @@ def loo_sweep(base: CurveSpec, effects: Dict[str, Tuple[float, float]], n_seeds:
             curves.append(Curve(sweep=sweep, variant=name, seed=seed, run_path=f"{sweep}/{name}_s{seed}", x=x, y=y,
                                 t=np.arange(x.size, dtype=float), se=np.full(x.size, noise.point),
                                 samples=np.full(x.size, np.nan), t_axis="step"))
-            variants.append({"name": name, "run": f"{name}_s{seed}", "axis": None if name == "base" else name,
+            variants.append({"name": name, "run": f"{name}_s{seed}", "axis": None if name == base else name,
                              "seed": seed})
-    return curves, {"name": sweep, "base": "base", "kind": "loo", "variants": variants}
+    return curves, {"name": sweep, "base": base, "kind": kind, "variants": variants}
+
+
+def truncated(curve: Curve, x_max: float) -> Curve:
+    """``curve`` as it stood when its compute reached ``x_max`` (its evals at x <= x_max)."""
+    keep = curve.x <= x_max * (1 + 1e-12)
+    return replace(curve, x=curve.x[keep], y=curve.y[keep], t=curve.t[keep], se=curve.se[keep],
+                   samples=curve.samples[keep])

@@ -54,10 +54,29 @@ def report_command(
                            figures=figures, fmt=format, logx=logx, n_workers=n_workers)
     if not html:
         print_summary(report, Console())
+        _print_plan(report, Console())
     if written.html is not None:
         err.print(Text(printable(f"wrote {written.html} ({len(report.sweeps)} sweeps, {len(report.runs)} runs)")))
     if written.figures:
         err.print(Text(printable(f"wrote {len(written.figures)} figures to {figures}")))
+
+
+def _print_plan(report, console) -> None:
+    """The plan section, when ``rlscale plan`` wrote plan.json in the results folder."""
+    from rich.text import Text
+
+    from rlscale.plan.view import plan_tables
+    from rlscale.results.names import printable
+
+    if report.plan is None:
+        return
+    try:
+        tables = plan_tables(report.plan)
+    except (KeyError, TypeError, ValueError) as err:
+        console.print(Text(printable(f"plan.json: unreadable plan ({type(err).__name__}); rerun rlscale plan")))
+        return
+    for table in tables:
+        console.print(table)
 
 
 def _misplaced(out: Optional[Path], figures: Optional[Path]) -> Optional[str]:

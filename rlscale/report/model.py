@@ -7,6 +7,7 @@ worker processes when asked (200 runs of 1,000 metrics lines are ~200k JSON line
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -121,6 +122,7 @@ class ReportData:
     settings: FitSettings
     sweeps: List[SweepView]
     warnings: List[str] = field(default_factory=list)
+    plan: Optional[dict] = None  # plan.json of ``rlscale plan`` in the results folder, when there is one
 
     @property
     def runs(self) -> List[RunView]:
@@ -158,7 +160,25 @@ def load_report(results_dir: Path, fits: FitResults, n_workers: int = 1) -> Repo
         runs = sorted(grouped[sweep], key=lambda r: (order.get(r.variant, len(order)), r.name))
         sweeps.append(SweepView(sweep, runs, ranking, loo, _planned(results_dir, sweep, runs)))
     warnings = [f"{run.sweep}/{run.name}: {w}" for s in sweeps for run in s.runs for w in run.warnings]
-    return ReportData(results_dir, fits.settings, sweeps, warnings)
+    return ReportData(results_dir, fits.settings, sweeps, warnings, _read_plan(results_dir, warnings))
+
+
+def _read_plan(results_dir: Path, warnings: List[str]) -> Optional[dict]:
+    """plan.json as ``rlscale plan`` wrote it; None (and a warning) when it is missing or unreadable."""
+    from rlscale.plan.planner import PLAN_JSON
+
+    path = results_dir / PLAN_JSON
+    if not path.exists():
+        return None
+    try:
+        plan = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        warnings.append(f"{path}: unreadable plan ({type(err).__name__}); rerun rlscale plan")
+        return None
+    if not isinstance(plan, dict) or not isinstance(plan.get("sweeps"), list):
+        warnings.append(f"{path}: not a plan of rlscale plan; rerun rlscale plan")
+        return None
+    return plan
 
 
 def _folder_of(fit: RunFit, root: Path, by_path: Dict[Path, RunDir],

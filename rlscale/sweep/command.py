@@ -12,6 +12,7 @@ from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
 from rlscale.sweep.progress import collect, refs_under
 from rlscale.results.lock import FolderLock
 from rlscale.results.names import printable, shown
+from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.table import progress_table, summary, variants_table, watch
@@ -27,6 +28,10 @@ def sweep_command(
     detach: bool = typer.Option(False, "--detach", help="return once submitted (watch with rlscale status)"),
     force: bool = typer.Option(False, "--force", help="clear every run and rerun all"),
     results: Path = typer.Option(Path("results"), "--results", help="results root"),
+    prune: bool = typer.Option(False, "--prune", help="stop variants whose predicted final reward is below the "
+                               "best's beyond the margin, at 25 % and 50 % of the planned steps (or the spec's "
+                               "pruning: block)"),
+    resume_pruned: bool = typer.Option(False, "--resume-pruned", help="train the pruned runs on to the end"),
     config_dir: Optional[Path] = typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP),
 ) -> None:
     """Run a sweep: expand and validate every variant, write results/<sweep>/, submit through submitit
@@ -35,7 +40,8 @@ def sweep_command(
     if config_dir is not None:
         add_config_dir(config_dir)
     console = Console()
-    request = SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results)
+    request = SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results, prune=prune,
+                           resume_pruned=resume_pruned)
     with ExitStack() as held:
         try:
             plan = plan_sweep(request)  # validates every variant; writes nothing
@@ -68,12 +74,22 @@ def _follow(plan: SweepPlan, jobs: Dict[str, str], detach: bool, console: Consol
         console.print(f"detached; follow with: rlscale status {plan.sweep_dir}", markup=False)
         return
     refs = refs_under(plan.sweep_dir)
+    pruning = plan.pruning if plan.rungs or plan.record.launcher != "local" else None
+
+    def poll():
+        if pruning is not None:  # local lanes decide too; SLURM runs need the attached sweep to be pruned
+            advance(plan.sweep_dir, plan.record, pruning)
+        return collect(refs)
+
     try:
-        rows = watch(lambda: collect(refs), console, title=f"sweep {plan.spec.name}")
+        rows = watch(poll, console, title=f"sweep {plan.spec.name}")
     except KeyboardInterrupt:
         console.print("interrupted; rerun the same command to resume the unfinished runs")
         raise typer.Exit(130)
-    bad = [row.ref.run for row in rows if row.state not in ("done", "diverged")]
+    if plan.pruning is not None:
+        state = advance(plan.sweep_dir, plan.record, plan.pruning)
+        console.print(pruning_summary(state))
+    bad = [row.ref.run for row in rows if row.state not in ("done", "diverged", "pruned")]
     if bad:
         console.print(f"not finished: {', '.join(bad)} (see their status.json; rerun to resubmit)")
         raise typer.Exit(1)

@@ -16,7 +16,7 @@ import shlex
 import subprocess
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Set
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import submitit
 from omegaconf import OmegaConf
@@ -32,13 +32,18 @@ SLURM_LIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RE
               "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT")
 
 
-def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path, jobs: Dict[str, str]) -> None:
+def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path, jobs: Dict[str, str],
+           rungs: Tuple[float, ...] = ()) -> None:
     """Submit ``runs``, adding {run folder name: job id} to ``jobs`` as each job is taken (so a failure
-    half-way leaves in ``jobs`` the runs that were submitted)."""
+    half-way leaves in ``jobs`` the runs that were submitted). Local lanes pause at the pruning ``rungs``
+    (rlscale.sweep.job); SLURM tasks run through and are stopped by prune requests."""
     if not runs:
         return
     folder = Path(sweep_dir) / SUBMITIT_DIR / "%j"
-    (_submit_local if launcher == "local" else _submit_slurm)(runs, folder, jobs)
+    if launcher == "local":
+        _submit_local(runs, folder, jobs, rungs, Path(sweep_dir))
+    else:
+        _submit_slurm(runs, folder, jobs)
 
 
 def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
@@ -53,7 +58,8 @@ def local_lanes(runs: Sequence[ResolvedRun]) -> List[Lane]:
         raise SpecError(str(err)) from None
 
 
-def _submit_local(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str]) -> None:
+def _submit_local(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str], rungs: Tuple[float, ...] = (),
+                  sweep_dir: Optional[Path] = None) -> None:
     launcher = runs[0].cfg.launcher
     lanes = local_lanes(runs)
     executor = submitit.LocalExecutor(folder=folder)
@@ -62,7 +68,8 @@ def _submit_local(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str
         executor.update_parameters(timeout_min=int(launcher.timeout_min) * len(members),
                                    signal_delay_s=int(launcher.signal_delay_s), setup=_setup_lines(runs),
                                    **lane.executor_parameters())
-        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=lane.threads))
+        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=lane.threads,
+                                     rungs=rungs, sweep_dir=sweep_dir if rungs else None))
         jobs.update({r.run.name: str(job.job_id) for r in members})
 
 

@@ -16,7 +16,7 @@ from rlscale.sweep.dispatch import alive
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.state import SWEEP_JSON, read_record, run_path
 
-FINAL_STATES = ("done", "diverged", "failed")
+FINAL_STATES = ("done", "diverged", "failed", "pruned")
 LOST = "lost"
 
 

@@ -4,18 +4,22 @@ write the sweep's state and submit.
 Nothing is written or submitted until every variant composed and validated. A rerun skips the runs that
 finished (done or diverged) and the runs whose job is still alive, and resubmits the failed, lost and
 never-started ones; the trainer resumes each from its own checkpoints. ``--force`` clears every run and
-reruns all. A run whose config changed since it made progress is an error unless ``--force``.
+reruns all. A run whose config changed since it made progress is an error unless ``--force``. With
+``--prune`` (or a ``pruning:`` block in the spec) the sweep stops hopeless variants at rungs
+(rlscale.sweep.prune); a pruned run is skipped by reruns unless ``--resume-pruned``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rlscale.results import RunState, atomic_write_text, read_status, write_status
 from rlscale.results.lock import held_by
+from rlscale.results.status import PRUNE_REQUEST
 from rlscale.sweep.dispatch import alive, local_lanes, submit
 from rlscale.sweep.expand import expand
+from rlscale.sweep.prune import PruningConfig, resume_pruned
 from rlscale.sweep.resolve import ResolvedRun, resolve_runs, results_root
 from rlscale.sweep.sbatch import check_launcher, render_sbatch, script_path
 from rlscale.sweep.spec import SpecError, SweepSpec, find_spec, load_spec, split_cli
@@ -23,7 +27,7 @@ from rlscale.sweep.state import (SweepRecord, clear_run, config_conflict, has_pr
                                  write_config, write_record)
 
 DONE_STATES = (RunState.DONE.value, RunState.DIVERGED.value)
-FINAL_STATES = DONE_STATES + (RunState.FAILED.value,)
+FINAL_STATES = DONE_STATES + (RunState.FAILED.value, RunState.PRUNED.value)
 
 
 class SubmissionFailed(RuntimeError):
@@ -32,12 +36,15 @@ class SubmissionFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class SweepRequest:
-    """What the user asked: ``conf=NAME`` and Hydra overrides, ``--seeds``, ``--force``, ``--results``."""
+    """What the user asked: ``conf=NAME`` and Hydra overrides, ``--seeds``, ``--force``, ``--results``,
+    ``--prune``, ``--resume-pruned``."""
 
     args: Tuple[str, ...]
     seeds: Optional[int] = None
     force: bool = False
     results: Path = Path("results")
+    prune: bool = False
+    resume_pruned: bool = False
 
 
 @dataclass
@@ -51,6 +58,13 @@ class SweepPlan:
     submit: List[ResolvedRun] = field(default_factory=list)
     skipped: Dict[str, str] = field(default_factory=dict)
     cli: Tuple[str, ...] = ()
+    pruning: Optional[PruningConfig] = None
+    resumed: List[ResolvedRun] = field(default_factory=list)
+
+    @property
+    def rungs(self) -> Tuple[float, ...]:
+        """The rungs local lanes pause at: none when not pruning or when resuming pruned runs."""
+        return self.pruning.rungs if self.pruning is not None and not self.resumed else ()
 
 
 def plan_sweep(request: SweepRequest) -> SweepPlan:
@@ -75,8 +89,12 @@ def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple
     the sweep folder's lock, so two sweeps never both submit a run)."""
     previous = read_record(sweep_dir)
     record = new_record(spec, runs, cli, request.seeds or spec.seeds, previous)
+    pruning = None
+    if request.prune or spec.pruning not in (None, False):
+        pruning = PruningConfig.parse(True if spec.pruning is None else spec.pruning, f"{spec.path}: field 'pruning'")
+        record.pruning = asdict(pruning)
     live = alive(previous.launcher, record.jobs.values()) if previous else set()
-    plan = SweepPlan(spec=spec, sweep_dir=sweep_dir, runs=runs, record=record, cli=cli)
+    plan = SweepPlan(spec=spec, sweep_dir=sweep_dir, runs=runs, record=record, cli=cli, pruning=pruning)
     for run in runs:
         name, job = run.run.name, record.jobs.get(run.run.name)
         state = read_status(run.run_dir)["state"]
@@ -98,7 +116,12 @@ def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple
         if conflict and has_progress(run.run_dir):
             raise SpecError(f"{run.run_dir}/config.yaml: field '{conflict}' differs from the new config; use "
                             "--force to rerun from scratch, or another --results")
-        if state in DONE_STATES:
+        if state == RunState.PRUNED.value and request.resume_pruned and not busy:
+            plan.submit.append(run)
+            plan.resumed.append(run)
+        elif state == RunState.PRUNED.value:
+            plan.skipped[name] = "pruned (--resume-pruned to train it on)"
+        elif state in DONE_STATES:
             plan.skipped[name] = "finished"
         elif busy:
             plan.skipped[name] = f"running as job {job}"
@@ -110,9 +133,12 @@ def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple
 def write_sweep(plan: SweepPlan, force: bool, reason: str = "queued") -> None:
     """Write sweep.json and the config.yaml of every run to submit (cleared first with ``force``), and mark
     those runs pending with ``reason``."""
+    if plan.resumed:
+        resume_pruned(plan.sweep_dir, plan.record, plan.pruning or PruningConfig())
     for run in plan.submit:
         if force:
             clear_run(run.run_dir)
+            (run.run_dir / PRUNE_REQUEST).unlink(missing_ok=True)
         write_config(run)
         write_status(run.run_dir, RunState.PENDING, reason)
     write_record(plan.sweep_dir, plan.record)
@@ -135,7 +161,7 @@ def submit_sweep(plan: SweepPlan) -> Dict[str, str]:
     and ``SubmissionFailed`` says it in one line: no run stays queued for a job that does not exist."""
     jobs: Dict[str, str] = {}
     try:
-        submit(plan.record.launcher, plan.submit, plan.sweep_dir, jobs)
+        submit(plan.record.launcher, plan.submit, plan.sweep_dir, jobs, plan.rungs)
     except Exception as err:  # whatever the launcher raised, the sweep's state must say it
         reason = f"submission failed: {type(err).__name__}: {' '.join(str(err).split())}"[:500]
         for run in plan.submit:

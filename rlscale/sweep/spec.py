@@ -27,7 +27,8 @@ from rlscale.sweep.strict_yaml import DuplicateKeyError, strict_load
 
 KINDS = ("loo", "list", "grid")
 LAUNCHERS = ("local", "slurm")
-SPEC_FIELDS = ("name", "kind", "description", "base", "variants", "axes", "seeds", "launcher", "overrides")
+SPEC_FIELDS = ("name", "kind", "description", "base", "variants", "axes", "seeds", "launcher", "overrides",
+               "pruning")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -66,6 +67,7 @@ class SweepSpec:
     launcher: str
     overrides: Tuple[str, ...]
     description: str = ""
+    pruning: Any = None
 
 
 def check_name(name: Any, where: str) -> str:
@@ -140,7 +142,7 @@ def load_spec(path: Path) -> SweepSpec:
         variants = _variants(path, data.get("variants"), base)
     return SweepSpec(path=path, name=name, kind=kind, base=base, variants=variants, axes=axes, seeds=seeds,
                      launcher=launcher, overrides=_overrides(path, "overrides", data.get("overrides", [])),
-                     description=str(data.get("description", "")))
+                     description=str(data.get("description", "")), pruning=data.get("pruning"))
 
 
 def _overrides(path: Path, where: str, value: Any) -> Tuple[str, ...]:

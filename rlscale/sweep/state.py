@@ -39,7 +39,8 @@ class VariantRecord:
 @dataclass
 class SweepRecord:
     """The whole of sweep.json. ``jobs`` maps a run folder name to its launcher job id (SLURM
-    ``<array>_<task>``, or the local controller's process id)."""
+    ``<array>_<task>``, or the local controller's process id); ``pruning`` is the sweep's pruning config
+    (rlscale.sweep.prune.PruningConfig as a mapping), None when it is not pruned."""
 
     name: str
     kind: str
@@ -50,6 +51,7 @@ class SweepRecord:
     overrides: List[str]
     variants: List[VariantRecord]
     jobs: Dict[str, str] = field(default_factory=dict)
+    pruning: Optional[dict] = None
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
 

@@ -51,6 +51,16 @@ class TrainBatch:
         return TrainBatch(*(t[index] for t in (self.input_ids, self.attention_mask, self.gen_logp, self.mask,
                                                self.versions, self.rewards, self.group_ids)))
 
+    def padded(self, width: int) -> "TrainBatch":
+        """The batch right-padded to ``width`` tokens (padding is outside the mask and the attention)."""
+        extra = width - self.input_ids.shape[1]
+        if extra <= 0:
+            return self
+        pad = torch.nn.functional.pad
+        return TrainBatch(pad(self.input_ids, (0, extra), value=0), pad(self.attention_mask, (0, extra)),
+                          pad(self.gen_logp, (0, extra)), pad(self.mask, (0, extra)),
+                          pad(self.versions, (0, extra), value=-1), self.rewards, self.group_ids)
+
 
 def collate(groups: List[ScoredGroup], pad_id: int) -> TrainBatch:
     seqs = [(g_i, c, r) for g_i, g in enumerate(groups) for c, r in zip(g.completions, g.rewards)]

@@ -14,6 +14,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config.schema import RunConfig
+from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.policy import count_parameters
 from rlscale.engines.thinking import resolve_think, template_thinks
 from rlscale.gpus import driver_gpu_count
@@ -61,11 +62,16 @@ def pick_device(name: str) -> torch.device:
 
 
 def prepare_process(cfg: RunConfig) -> torch.device:
-    """Threads, seed and device of this process (every rank of a launch does the same)."""
+    """Threads, seed and device of this process (every rank of a launch does the same); on CUDA, the
+    persistent compile cache under ``cache_dir`` and the clock of compilation stalls."""
     if cfg.engine.threads > 0:
         torch.set_num_threads(cfg.engine.threads)
     torch.manual_seed(cfg.seed)
-    return pick_device(cfg.engine.device)
+    device = pick_device(cfg.engine.device)
+    if device.type == "cuda":
+        use_persistent_cache(cfg.cache_dir)
+        STALLS.hook_compiler()
+    return device
 
 
 def build_task(cfg: RunConfig) -> FormattedTask:
@@ -105,7 +111,17 @@ def build_generator(cfg: RunConfig, model, tok, device: torch.device):
                           compiled=cfg.engine.compile, think=tok.think)
 
 
-def build_learner(cfg: RunConfig, model):
+def longest_sequence(task: Task, tok, generator) -> int:
+    """Tokens of the run's longest training sequence: its longest prompt plus the longest completion the
+    generator samples (0 when the generator does not say), so a compiled learner pads every batch to one
+    shape (``rlscale.engines.torch_learner``)."""
+    longest_completion = getattr(generator, "max_new_tokens", 0)
+    if not longest_completion:
+        return 0
+    return max(len(tok.encode_prompt(p.prompt)) for p in task.train_problems()) + longest_completion
+
+
+def build_learner(cfg: RunConfig, model, max_width: int = 0):
     spec = LossSpec(**asdict(cfg.loss))
     ref_model = copy.deepcopy(model).eval() if cfg.loss.kl_coef > 0 else None
     if cfg.engine.learner == "deepspeed":
@@ -116,7 +132,7 @@ def build_learner(cfg: RunConfig, model):
 
     return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
                         micro_batch=cfg.batch.micro_batch, ref_model=ref_model,
-                        compiled=cfg.engine.compile and next(model.parameters()).is_cuda)
+                        compiled=cfg.engine.compile and next(model.parameters()).is_cuda, max_width=max_width)
 
 
 def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) -> RolloutSource:
@@ -133,7 +149,8 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
     generator = build_generator(cfg, model, tok, device)
-    learner = build_learner(cfg, model)
+    compiles = cfg.engine.compile and device.type == "cuda"
+    learner = build_learner(cfg, model, longest_sequence(task, tok, generator) if compiles else 0)
     split = len(task.train_problems())
     pool = NoPositiveResamplingPool(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum.threshold,
                                     enabled=cfg.curriculum.name == "no_positive_resampling")

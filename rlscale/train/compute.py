@@ -1,18 +1,22 @@
 """Compute accounting for the x axis of the scaling curve (Section 2: C in GPU-hours).
 
 The measured unit is named for what it measures. On CUDA, ``gpu_hours`` = wall seconds of the training
-work (generation + updates, evaluation excluded) x devices / 3600. On CPU, ``core_hours`` = CPU seconds
-of the process and its children (the PipelineRL generator processes included) / 3600; a CPU run carries
-no ``gpu_hours``. Both are measured and move with machine load. ``flops`` is analytic (it depends on the
-tokens alone, so the same seed gives the same value on any machine): 2 x params per processed token for
-generation (prefill + decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or
-KL reference). ``samples`` and ``tokens`` (generated) are counts.
+work (generation + updates, evaluation excluded) x devices / 3600, less the seconds spent compiling and
+capturing graphs (``rlscale.engines.compile_cost``: a fixed cost of starting a process, logged apart as
+``compile_s``). On CPU, ``core_hours`` = CPU seconds of the process and its children (the PipelineRL
+generator processes included) / 3600; a CPU run carries no ``gpu_hours`` (CPU runs do not compile). Both
+are measured and move with machine load. ``flops`` is analytic (it depends on the tokens alone, so the
+same seed gives the same value on any machine): 2 x params per processed token for generation (prefill +
+decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or KL reference).
+``samples`` and ``tokens`` (generated) are counts.
 """
 from __future__ import annotations
 
 import os
 import time
 from dataclasses import asdict, dataclass
+
+from rlscale.engines.compile_cost import STALLS
 
 
 def cpu_seconds() -> float:
@@ -69,12 +73,13 @@ class _Span:
         self.meter = meter
 
     def __enter__(self):
-        self.cpu0, self.wall0 = cpu_seconds(), time.perf_counter()
+        self.cpu0, self.wall0, self.stalled0 = cpu_seconds(), time.perf_counter(), STALLS.seconds
         return self
 
     def __exit__(self, *exc):
         if self.meter.device_type == "cuda":
-            seconds = (time.perf_counter() - self.wall0) * self.meter.num_devices
+            wall = time.perf_counter() - self.wall0 - (STALLS.seconds - self.stalled0)
+            seconds = max(0.0, wall) * self.meter.num_devices
         else:
             seconds = cpu_seconds() - self.cpu0
         self.meter.totals.device_seconds += seconds

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from omegaconf import OmegaConf
 
@@ -16,11 +16,12 @@ from rlscale.results.status import RunState, write_status
 RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
 
 
-def train_run_dir(run_dir: Path, progress: bool = False) -> str:
-    """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``; return the final
-    state written to status.json (done | failed | diverged). Raises ``rlscale.results.errors.Refused``,
-    writing nothing, when another process holds the run folder or a resume would lose metrics.
-    ``progress``: show a progress bar on a terminal, periodic lines otherwise (rlscale.tracking.progress)."""
+def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool = False) -> str:
+    """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``, pausing at step
+    ``stop_at`` if given; return the state written to status.json (done | failed | diverged | pruned, or
+    pending when paused). Raises ``rlscale.results.errors.Refused``, writing nothing, when another
+    process holds the run folder or a resume would lose metrics. ``progress``: show a progress bar on a
+    terminal, periodic lines otherwise (rlscale.tracking.progress)."""
     from rlscale.train.loop import train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -31,10 +32,10 @@ def train_run_dir(run_dir: Path, progress: bool = False) -> str:
         write_status(run_dir, RunState.FAILED, str(err))
         return RunState.FAILED.value
     if not progress:
-        return train(cfg, run_dir)
+        return train(cfg, run_dir, stop_at)
     from rlscale.tracking.progress import run_progress
 
-    return train(cfg, run_dir, [run_progress(f"{cfg.sweep}/{cfg.variant}", int(cfg.trainer.max_steps))])
+    return train(cfg, run_dir, stop_at, [run_progress(f"{cfg.sweep}/{cfg.variant}", int(cfg.trainer.max_steps))])
 
 
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force: bool = False) -> Path:

@@ -2,7 +2,11 @@
 global aggregation weights, update, log, evaluate, checkpoint. Resumes from ``checkpoints/last.pt``.
 
 Metrics (results contract): a train line per update, an eval line at step 0 and every
-``trainer.eval_every`` steps and at the end. Steps count optimizer updates.
+``trainer.eval_every`` steps and at the end. Steps count optimizer updates. Compilation is logged apart
+from the compute (``rlscale.engines.compile_cost``): every train line carries ``compile_s``, the seconds
+of its ``step_seconds`` spent compiling or capturing graphs (excluded from ``gpu_hours``), and the first
+train line after a start or resume carries ``startup_s``, the wall seconds from the start of the run to
+its first update (model load, engine construction, the step-0 eval with its compilation).
 """
 from __future__ import annotations
 
@@ -11,17 +15,18 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 from omegaconf import DictConfig
 
+from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.deepspeed_learner import follower_rank
 from rlscale.results.errors import Refused
 from rlscale.results.lock import FolderLock
 from rlscale.results.metrics import MetricsLog
 from rlscale.results.process import host
-from rlscale.results.status import RunState, write_status
+from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.train.batch import ScoredGroup, TrainBatch, collate
 from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
@@ -45,6 +50,10 @@ def cut_back(path: Path, size: int) -> None:
 
 class Diverged(RuntimeError):
     """NaN or inf in the loss or the gradients."""
+
+
+class Pruned(RuntimeError):
+    """The sweep asked the run to stop (prune.json in its folder); raised after an eval and a checkpoint."""
 
 
 def prepare_batch(groups: List[ScoredGroup], comps: Components) -> tuple[TrainBatch, torch.Tensor, torch.Tensor, float]:
@@ -100,6 +109,8 @@ def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Component
 
 class RunLoop:
     def __init__(self, cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink] = ()):
+        self.started = time.perf_counter()
+        self.startup_s: float | None = None
         self.run_dir = Path(run_dir)
         tracker = open_tracker(cfg, self.run_dir)
         self.sinks = (*sinks, *([tracker] if tracker is not None else []))
@@ -156,7 +167,10 @@ class RunLoop:
 
     def update(self) -> dict:
         c = self.comps
-        start = time.perf_counter()
+        start, stalled = time.perf_counter(), STALLS.seconds
+        first = self.startup_s is None
+        if first:
+            self.startup_s = start - self.started
         with c.meter.measure():
             groups = c.source.next_batch(self.step)
             batch, advantages, weights, kept = prepare_batch(groups, c)
@@ -169,26 +183,42 @@ class RunLoop:
         lag = lag_stats(batch, self.step)
         self.step += 1
         c.source.after_update(c.model, self.step)
-        return {**train_metrics(self.step, groups, result, c, kept, lag, time.perf_counter() - start),
-                **c.source.metrics()}
+        record = {**train_metrics(self.step, groups, result, c, kept, lag, time.perf_counter() - start),
+                  "compile_s": STALLS.seconds - stalled, **c.source.metrics()}
+        if first:
+            record["startup_s"] = self.startup_s
+        return record
 
-    def run(self) -> None:
+    def run(self, stop_at: Optional[int] = None) -> None:
+        """Train to ``trainer.max_steps``, or pause at ``stop_at`` (evaluated and checkpointed there). At
+        each eval a prune request stops the run after a checkpoint (``Pruned``)."""
         t = self.cfg.trainer
+        limit = t.max_steps if stop_at is None else min(t.max_steps, stop_at)
         resumed = self.restore()
         metrics = MetricsLog(self.metrics_path, self.sinks)
         if not resumed:
             self.evaluate(metrics)
             self.checkpoint()
-        while self.step < t.max_steps:
+        self.check_prune()
+        while self.step < limit:
             record = self.update()
             metrics.append(record)
             if record["truncation_rate"] > t.truncation_warn:
                 log.warning("step %d: truncation rate %.0f%% is above %.0f%% (the paper's instability signal)",
                             self.step, 100 * record["truncation_rate"], 100 * t.truncation_warn)
-            if self.step % t.eval_every == 0 or self.step == t.max_steps:
+            evaluated = self.step % t.eval_every == 0 or self.step in (t.max_steps, limit)
+            if evaluated:
                 self.evaluate(metrics)
-            if self.step % t.checkpoint_every == 0 or self.step == t.max_steps:
+            if self.step % t.checkpoint_every == 0 or self.step in (t.max_steps, limit):
                 self.checkpoint()
+            if evaluated:
+                self.check_prune()
+
+    def check_prune(self) -> None:
+        request = prune_request(self.run_dir)
+        if request is not None:
+            self.checkpoint()
+            raise Pruned(str(request.get("reason", "pruned by its sweep")))
 
     def close(self) -> None:
         self.comps.source.close()
@@ -197,9 +227,11 @@ class RunLoop:
             sink.close()
 
 
-def train(cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink] = ()) -> str:
-    """Train or resume one run; write status.json; return the final state. Ranks > 0 of a DeepSpeed
-    launch only mirror rank 0's learner calls and write nothing (rlscale.engines.deepspeed_learner).
+def train(cfg: DictConfig, run_dir: Path, stop_at: Optional[int] = None,
+          sinks: Sequence[MetricsSink] = ()) -> str:
+    """Train or resume one run (pausing at step ``stop_at``: state pending); write status.json; return the
+    final state. Ranks > 0 of a DeepSpeed launch only mirror rank 0's learner calls and write nothing
+    (rlscale.engines.deepspeed_learner).
 
     The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
     metrics is refused (rlscale.train.checkpoint.check_resumable): both raise ``Refused`` before
@@ -210,16 +242,21 @@ def train(cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink] = ()) -> 
     run_dir = Path(run_dir)
     with FolderLock(run_dir, "run folder"):
         check_resumable(run_dir)
-        return _train_locked(cfg, run_dir, sinks)
+        return _train_locked(cfg, run_dir, stop_at, sinks)
 
 
-def _train_locked(cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink]) -> str:
+def _train_locked(cfg: DictConfig, run_dir: Path, stop_at: Optional[int],
+                  sinks: Sequence[MetricsSink]) -> str:
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     loop = None
     try:
         loop = RunLoop(cfg, run_dir, sinks)
-        loop.run()
+        loop.run(stop_at)
         state, reason = RunState.DONE, ""
+        if loop.step < loop.cfg.trainer.max_steps:
+            state, reason = RunState.PENDING, f"paused at step {loop.step} (pruning rung)"
+    except Pruned as err:
+        state, reason = RunState.PRUNED, str(err)
     except Diverged as err:
         state, reason = RunState.DIVERGED, str(err)
     except PoolExhausted as err:

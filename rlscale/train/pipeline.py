@@ -29,7 +29,9 @@ after the restart, at the same positions. With scheduled updates it also holds t
 versions still published (at most k), which are published again before the chunks are, so a resumed run
 repeats the uninterrupted one.
 Compute: generator CPU seconds are added to the run's core-seconds when their chunk is scored (on CUDA
-the meter counts wall time x devices); work dropped at a resume or at the end is not counted.
+the meter counts wall time x devices, less compilation: the part of the trainer's wait for a chunk that
+its generator spent compiling counts as a compilation stall, ``rlscale.engines.compile_cost``); work
+dropped at a resume or at the end is not counted.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 import torch
 
 from rlscale.config.schema import RunConfig
+from rlscale.engines.compile_cost import STALLS
 from rlscale.rl import PoolExhausted
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.checkpoint import CHECKPOINT
@@ -143,10 +146,12 @@ class PipelineSource:
         step needs them, in stream order, so the pool's pass rates and the generation compute at every
         issue depend on the stream alone, not on when chunks happened to arrive."""
         position = next(iter(self.in_flight))
+        start = time.monotonic()
         while position not in self.arrived:
             self._receive()
         ids = self.in_flight.pop(position).ids
         result = self.arrived.pop(position)
+        STALLS.add(min(time.monotonic() - start, result.compile_seconds))
         self.ready.extend(self.sampler.score(ids, result.completions))
         meter = self.sampler.meter
         if meter.device_type == "cpu":

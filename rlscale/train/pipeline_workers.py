@@ -29,6 +29,7 @@ import torch
 import torch.multiprocessing as mp
 
 from rlscale.config.schema import RunConfig
+from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.torch_generator import Completion
 from rlscale.results.atomic import atomic_write
 from rlscale.train.components import build_generator
@@ -64,11 +65,13 @@ class ChunkRequest:
 
 @dataclass
 class ChunkReady:
-    """A generator's announcement of a finished chunk (small, so one atomic pipe write)."""
+    """A generator's announcement of a finished chunk (small, so one atomic pipe write); ``compile_seconds``
+    of its wall time went to compiling and capturing graphs."""
 
     position: int
     path: str
     cpu_seconds: float
+    compile_seconds: float = 0.0
 
 
 @dataclass
@@ -76,6 +79,7 @@ class ChunkResult:
     position: int
     completions: List[Completion]
     cpu_seconds: float
+    compile_seconds: float = 0.0
 
 
 class GeneratorStatus:
@@ -152,13 +156,14 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
             torch.set_num_threads(spec.threads)
         if torch.device(device).type == "cuda":
             torch.cuda.set_device(device)  # kernels launch on the current device
+            STALLS.hook_compiler()
         replica = PolicyReplica(shared, torch.device(device))
         generator = build_generator(spec.cfg, replica.model, spec.tok, torch.device(device))
         every = spec.cfg.offpolicy.update_every_tokens
         while True:
             request: ChunkRequest = _poll(lambda: requests.get(timeout=POLL_S), check)
             status.started(rank)
-            cpu = time.process_time()
+            cpu, stalled = time.process_time(), STALLS.seconds
             prompts = [p for p in request.prompts for _ in range(spec.generations)]
             versions = (ScheduledVersions(replica, request.version, request.position, every, check) if every
                         else NewestVersions(replica, check))
@@ -166,7 +171,7 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
                                              version=versions.prefill(), version_hook=versions)
             path = Path(spool) / f"chunk-{request.position}.pkl"
             atomic_write(path, lambda tmp: tmp.write_bytes(pickle.dumps(completions)))
-            ready = ChunkReady(request.position, str(path), time.process_time() - cpu)
+            ready = ChunkReady(request.position, str(path), time.process_time() - cpu, STALLS.seconds - stalled)
             status.finished(rank, replica.load_seconds, versions.waited)
             _poll(lambda: results.put(ready, timeout=POLL_S), check)
     except Exception:
@@ -258,7 +263,7 @@ class GeneratorPool:
         path = Path(ready.path)
         completions = pickle.loads(path.read_bytes())
         path.unlink()
-        return ChunkResult(ready.position, completions, ready.cpu_seconds)
+        return ChunkResult(ready.position, completions, ready.cpu_seconds, ready.compile_seconds)
 
     def close(self) -> None:
         """Stop the generators (their work in flight is dropped) and remove the spool."""

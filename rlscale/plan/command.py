@@ -1,0 +1,54 @@
+"""``rlscale plan RESULTS --budget C``: the best variant at a budget, the crossovers before it, and the best
+setting of a scaling sweep (rlscale.plan.planner); writes RESULTS/plan.json (atomic)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def plan_command(
+    results_dir: Path = typer.Argument(Path("results"), help="Results folder (a sweep folder or a root)."),
+    budget: float = typer.Option(..., "--budget", help="Compute budget C, in the fit's x unit (see --x)."),
+    x: str = typer.Option("auto", "--x", help="Compute unit of the fits and of C (as rlscale fit's --x)."),
+    y: str = typer.Option("val_reward", "--y", help="Eval metric (as rlscale fit's --y)."),
+    margin: float = typer.Option(0.02, "--margin", help="Margin on the predicted reward for ties (paper: 0.02)."),
+    n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples for one-seed variants (0: none)."),
+    ci: float = typer.Option(0.95, "--ci", help="Interval level."),
+    out: Optional[Path] = typer.Option(None, "--out", help="plan.json's folder (default: RESULTS_DIR)."),
+) -> None:
+    """Plan a budget from the fitted curves: the variant(s) with the highest predicted reward at C (ties when
+    their difference is not resolved beyond the margin), where curves cross, and for scaling sweeps the
+    setting that maximises the predicted reward at C."""
+    from rich.console import Console
+
+    from rlscale.fit.api import SourceError, fit_results
+    from rlscale.fit.schema import FitSettings
+    from rlscale.plan.planner import PLAN_JSON, plan_json, plan_sweeps
+    from rlscale.plan.view import plan_tables
+    from rlscale.results import atomic_write_json
+    from rlscale.results.discover import read_sweep_json
+
+    if not budget > 0:
+        raise typer.BadParameter(f"{budget!r}: the budget must be > 0", param_hint="--budget")
+    if not results_dir.exists():
+        typer.echo(f"error: {results_dir}: no such folder", err=True)
+        raise typer.Exit(2)
+    settings = FitSettings(x=x, y=y, margin=margin, n_boot=n_boot, ci_level=ci, predict_at=[budget])
+    try:
+        results = fit_results(results_dir, settings)
+    except SourceError as err:
+        typer.echo(f"error: {' '.join(str(err).split())}", err=True)
+        raise typer.Exit(2)
+    sweeps = {run.sweep: read_sweep_json(Path(run.run_path).parent) for run in results.runs}
+    plans = plan_sweeps(results.runs, sweeps, results.settings, budget)
+    if not plans:
+        typer.echo(f"error: no run under {results_dir} could be fitted; nothing planned", err=True)
+        raise typer.Exit(1)
+    path = (out or results_dir) / PLAN_JSON
+    atomic_write_json(path, plan_json(plans, results.settings))
+    console = Console()
+    for table in plan_tables(plan_json(plans, results.settings)):
+        console.print(table)
+    console.print(f"wrote {path}")
