@@ -51,6 +51,8 @@ def _version(value: bool) -> None:
 def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                       help="Print the version and exit.")) -> None:
     """Run, fit and report RL-compute scaling experiments (ScaleRL)."""
+
+
 app.command("run", context_settings={"allow_interspersed_args": True})(one_line_errors(run_command))
 app.command("sweep", context_settings={"allow_interspersed_args": True})(one_line_errors(sweep_command))
 app.command("status")(one_line_errors(status_command))

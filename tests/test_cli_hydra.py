@@ -97,3 +97,10 @@ def test_multirun_without_a_comma_is_one_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = cli("run", "-m", "loss=dapo")
     assert result.exit_code == 2 and "no override with comma-separated values" in result.output
+
+
+def test_multirun_goes_through_the_sweep_validation(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli("run", "-m", "loss=cispo,dapo", "batch.prompts=-1")
+    assert result.exit_code == 2 and "multirun.yaml: variant 'loss-cispo'" in result.output, result.output
+    assert "batch.prompts" in result.output and not (tmp_path / "results/multirun").exists()

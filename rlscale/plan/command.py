@@ -7,11 +7,14 @@ from typing import Optional
 
 import typer
 
+from rlscale.fit.command import X_CHOICES
+from rlscale.options import choices
+
 
 def plan_command(
     results_dir: Path = typer.Argument(Path("results"), help="Results folder (a sweep folder or a root)."),
     budget: float = typer.Option(..., "--budget", help="Compute budget C, in the fit's x unit (see --x)."),
-    x: str = typer.Option("auto", "--x", help="Compute unit of the fits and of C (as rlscale fit's --x)."),
+    x: str = typer.Option("auto", "--x", metavar=choices(X_CHOICES), help="Compute unit of the fits and of C (as rlscale fit's --x)."),
     y: str = typer.Option("val_reward", "--y", help="Eval metric (as rlscale fit's --y)."),
     margin: float = typer.Option(0.02, "--margin", help="Margin on the predicted reward for ties (paper: 0.02)."),
     n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples for one-seed variants (0: none)."),
