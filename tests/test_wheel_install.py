@@ -26,10 +26,15 @@ def sh(*args, cwd: Path, env=None) -> subprocess.CompletedProcess:
     return result
 
 
+def skipped(folder: str, names):
+    """What the source copy leaves out: version control, environments, outputs of the checkout's root."""
+    top = {".git", ".venv", "results", "build", "dist", "slurm"} if Path(folder) == ROOT else set()
+    return [n for n in names if n in top or n in ("__pycache__", ".pytest_cache") or n.endswith(".egg-info")]
+
+
 def test_the_wheel_runs_from_another_folder(tmp_path):
     source = tmp_path / "source"  # setuptools builds in the source tree: build a copy, never the checkout
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "results", "build", "dist",
-                                                                  "*.egg-info", "__pycache__", ".pytest_cache"))
+    shutil.copytree(ROOT, source, ignore=skipped)
     sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "dist",
        source, cwd=tmp_path)
     wheel = next((tmp_path / "dist").glob("rlscale-*.whl"))
