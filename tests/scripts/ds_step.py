@@ -35,7 +35,8 @@ PROMPT = 4
 
 
 def run_config(zero_stage: int) -> RunConfig:
-    """Settings under which both learners must agree: TIS, KL to a reference, clipping, micro-batches of 2
+    """Settings under which both learners must agree: TIS (the PPO ratio is against the learner's own
+    pre-update policy, so this single-pass update clips nothing), KL to a reference, micro-batches of 2
     (a ballast pass on the smaller shard), warm-up, and an Adam eps large enough that the update is a
     smooth function of the gradient (with eps 1e-15 it is sign(g), and gradients at rounding level would
     flip it)."""
