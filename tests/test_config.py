@@ -41,9 +41,9 @@ def test_overrides_reach_the_typed_config():
     (["length.window=[10,5]"], "length.window"),
     (["curriculum.threshold=0"], "curriculum.threshold"),
     (["curriculum.pool_size=-1"], "curriculum.pool_size"),    # negative
-    (["length.l_cache=0"], "length.l_cache"),
-    (["length.l_cache=8", "length.l_max=6"], "length.l_cache"),
-    (["length.l_max=40"], "length.l_cache"),                   # beyond the 24 + 8 token budget
+    (["length=penalty", "length.l_cache=0"], "length.l_cache"),
+    (["length=penalty", "length.l_cache=8", "length.l_max=6"], "length.l_cache"),
+    (["length=penalty", "length.l_max=40"], "length.l_cache"),  # beyond the 24 + 8 token budget
 ])
 def test_invalid_configs_name_the_field(overrides, needle):
     with pytest.raises(ConfigError) as err:

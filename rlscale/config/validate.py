@@ -77,7 +77,7 @@ def validate(cfg: DictConfig) -> List[str]:
     if not 0 < cfg.curriculum.threshold <= 1:
         problems.append(f"field 'curriculum.threshold': must be in (0, 1], got {cfg.curriculum.threshold}")
     budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
-    if not 0 < cfg.length.l_cache <= cfg.length.l_max <= budget:
+    if cfg.length.name == "penalty" and not 0 < cfg.length.l_cache <= cfg.length.l_max <= budget:
         problems.append(f"field 'length.l_cache': need 0 < l_cache <= l_max <= max_think_tokens + "
                         f"max_answer_tokens ({budget}), got l_cache={cfg.length.l_cache}, l_max={cfg.length.l_max}")
     lo, hi = (list(cfg.length.window) + [0, 0])[:2]
