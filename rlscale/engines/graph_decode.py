@@ -13,10 +13,10 @@ Shapes are bucketed so few graphs serve every batch, and a run compiles and capt
 (``batch_bucket``; extra rows start ended), the cache holds ``slots`` positions (prompt width + step
 budget, rounded up to ``KV_BLOCK``), and one graph is captured per attended length kv_len = KV_BLOCK,
 2 KV_BLOCK, ..., slots: step t of a prompt of width W replays the graph of the smallest kv_len > W + t,
-so attention reads at most KV_BLOCK - 1 unused slots. A session (buffers + graphs) serves one row
+so attention reads at most KV_BLOCK - 1 unused slots. A ``DecodeSession`` (buffers + graphs) serves one row
 bucket and never shrinks: a batch of shorter prompts reuses it, and only a prompt longer than any before
-makes it grow (``session_slots``), so varying prompt widths do not recompile mid-run. Sessions are kept
-for the last ``SESSIONS`` row buckets (training and evaluation batches alternate).
+makes it grow (``session_slots``), so varying prompt widths do not recompile mid-run. ``DecodeSession`` objects
+are kept for the last ``SESSIONS`` row buckets (training and evaluation batches alternate).
 
 PipelineRL's in-flight updates (Section 3.1) copy new weights into the model in place; the session
 then re-fuses its weight copies (``StaticKVDecoder.refresh``, also in place), so the captured graphs
