@@ -1,4 +1,4 @@
-"""Benchmark of the off-policy algorithms (issue 6, Section 3.1): synchronous (PPO-off-policy-1),
+"""Benchmark of the off-policy algorithms (Section 3.1): synchronous (PPO-off-policy-1),
 PPO-off-policy-k and PipelineRL-k at the same batch on the embedded default (tiny model, chain_sum).
 
     python bench/offpolicy_bench.py [--steps 24] [--skip 8] [--k 8] [--threads 0] [--generators 1] [--repeats 1]
