@@ -1,4 +1,4 @@
-"""Decode-loop time of the torch generator's GPU path under torch.compile variants (issue 7), one GPU.
+"""Decode-loop time of the torch generator's GPU path under torch.compile variants, one GPU.
 
 For each model shape of ``bench/gpu_bench.py`` (random weights, bf16 head, its workload: 256 rows, 128-token
 prompts, 512 decode steps), the decode loop of ``GraphDecoder`` (CUDA graphs, prefill excluded) is timed with

@@ -1,6 +1,6 @@
-"""The decode step's GEMMs at 256 rows: cuBLAS as the decoder calls it against the alternatives, one GPU (issue 7).
+"""The decode step's GEMMs at 256 rows: cuBLAS as the decoder calls it against the alternatives, one GPU.
 
-Why: in the graph-replay profiles of a decode step (``profile_graph-*-H100-session6.md``) the four per-layer
+Why: in the graph-replay profiles of a decode step (``bench/results/profile_graph-*-H100.md``) the four per-layer
 GEMMs take 3-5x the time their weight bytes need at HBM bandwidth (Qwen2-0.5B's down projection: 10.2 us on
 an H100 for 8.7 MB). This bench asks whether any other kernel does these shapes faster:
 

@@ -1,4 +1,4 @@
-"""Benchmark of ``rlscale fit`` (issue 2): App. A.5's grid method vs the fast method on the same runs, and
+"""Benchmark of ``rlscale fit``: App. A.5's grid method vs the fast method on the same runs, and
 the fast method with bootstrap intervals on 1,000 runs through the public API.
 
     python bench/fit_bench.py [--runs-paper 10] [--runs-boot 1000] [--points 100] [--n-boot 200] [--jobs 1 2]

@@ -1,4 +1,4 @@
-"""GPU benchmark of rlscale's RL step (issue 7), run on a lent H100 / H200 in one call.
+"""GPU benchmark of rlscale's RL step, run on a lent H100 / H200 in one call.
 
 For two model shapes with random weights (SmolLM2-135M: Llama, 30 layers, GQA 9/3; a Qwen2-0.5B shape:
 24 layers, GQA 14/2, 152k vocabulary) and one batch (32 prompts x 8 generations, 128 prompt tokens, 512

@@ -1,4 +1,4 @@
-"""Benchmark of the off-policy algorithms (issue 6, Section 3.1): synchronous (PPO-off-policy-1),
+"""Benchmark of the off-policy algorithms (Section 3.1): synchronous (PPO-off-policy-1),
 PPO-off-policy-k and PipelineRL-k at the same batch on the embedded default (tiny model, chain_sum).
 
     python bench/offpolicy_bench.py [--steps 24] [--skip 8] [--k 8] [--threads 0] [--generators 1] [--repeats 1]
@@ -9,8 +9,8 @@ the first ``--skip`` steps (pipeline fill, PPO's first block) are left out of th
 machine the load of other processes moves throughput more than the mode does; the 1-minute load
 average at the end of each run is printed). Per mode:
 trained samples/s (wall clock of the updates), samples per core-second (compute, generators included),
-generator idle % and trainer idle % (waiting for rollouts), mean lag in versions. Target on GPU
-(the GPU issue): PipelineRL >= 1.3x synchronous throughput, trainer idle < 10 %. On CPU the trainer and
+generator idle % and trainer idle % (waiting for rollouts), mean lag in versions. Target on GPU:
+PipelineRL >= 1.3x synchronous throughput, trainer idle < 10 %. On CPU the trainer and
 the generator processes share the machine's cores, so report what you get together with the machine.
 """
 from __future__ import annotations

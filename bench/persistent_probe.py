@@ -1,4 +1,4 @@
-"""What a persistent decode kernel could save: a kernel boundary against a grid barrier, one GPU (issue 7).
+"""What a persistent decode kernel could save: a kernel boundary against a grid barrier, one GPU.
 
 Why: the decode step of the Qwen2-0.5B shape launches ~10 kernels per layer (~250 per step) and
 ``decode_gemm_bench.py`` found no GEMM at 256 rows under ~2.9 us, whatever its bytes: each kernel pays a

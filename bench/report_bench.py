@@ -1,4 +1,4 @@
-"""Benchmark of ``rlscale report --html`` (issue 5: a report of 200 runs in under 30 s on 2 cores).
+"""Benchmark of ``rlscale report --html`` (target: a report of 200 runs in under 30 s on 2 cores).
 
 Builds synthetic results trees (rlscale.report.synthetic: Eq.-1 curves of ScaleRL, train lines with every
 diagnostic, failed and diverged runs, fits.json newer than the metrics so no refit happens), then times

@@ -1,4 +1,4 @@
-"""Time of the Gumbel-max sampler kernels (issue 7), one GPU: the noise's logarithms by the hardware
+"""Time of the Gumbel-max sampler kernels, one GPU: the noise's logarithms by the hardware
 approximation (shipped, ``gumbel.FAST_LOG``) against the accurate ``logf`` (the baseline), in the same run.
 
 Workload: 256 rows (the generator's benchmark batch), logits ~ N(0, 16) for SmolLM2's and Qwen2's

@@ -1,5 +1,5 @@
 """Bad input never stops ``rlscale fit``: every case below gets its status and a one-line message while
-the good run beside it still fits (issue 2, point 9); sources other than a results folder (tidy CSV and
+the good run beside it still fits; sources other than a results folder (tidy CSV and
 parquet, per-task metrics)."""
 from __future__ import annotations
 

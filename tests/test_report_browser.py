@@ -1,4 +1,4 @@
-"""Issue 5 acceptance: ``rlscale report --html`` of 3 sweeps opened in real headless Chromium (Debian
+"""``rlscale report --html`` of 3 sweeps opened in real headless Chromium (Debian
 ``chromium``), checked from the page itself over the DevTools protocol (``--remote-debugging-pipe``, so no
 port and no extra package): every image loaded, one table row per run, names and config values with
 markup shown as text (no script, no dialog), failed fits listed, and no request other than file: or data:.

@@ -63,7 +63,7 @@ def _fit_guarded(curve: Curve, settings: FitSettings) -> RunFit:
     """fit_curve, with any unexpected error turned into a ``failed`` run instead of stopping the others."""
     try:
         return fit_curve(curve, settings)
-    except Exception as err:  # noqa: BLE001 - one bad run must not stop the command (issue 2, point 9)
+    except Exception as err:  # noqa: BLE001 - one bad run must not stop the command
         return RunFit(sweep=curve.sweep, variant=curve.variant, seed=curve.seed, run_path=curve.run_path,
                       x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist(), status="failed",
                       message=f"{type(err).__name__}: {err}".splitlines()[0])

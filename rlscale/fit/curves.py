@@ -1,4 +1,4 @@
-"""Reward-vs-compute curves to fit, from a results folder (the results contract in DESIGN.md) or from a
+"""Reward-vs-compute curves to fit, from a results folder (the results contract, docs/results-contract.md) or from a
 tidy CSV / parquet file (columns ``run``, ``x``, ``y``; optional ``seed``, ``sweep``) made with any trainer.
 
 Every problem with one run becomes that curve's status and notes, never an exception: a torn last line or

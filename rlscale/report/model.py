@@ -1,4 +1,4 @@
-"""What the report shows, gathered from fits.json and the run folders (the results contract of DESIGN.md).
+"""What the report shows, gathered from fits.json and the run folders (the results contract, docs/results-contract.md).
 
 Every run appears once: those that ``rlscale fit`` saw (joined to their folder by ``run_path``, else by
 sweep and folder or variant name) and those it did not (a folder under RESULTS_DIR with metrics.jsonl but
@@ -22,7 +22,7 @@ from rlscale.results import RunDir, find_runs, read_metrics, read_status
 from rlscale.results.discover import read_sweep_json
 from rlscale.results.metrics import is_finite_number
 
-# Train-line diagnostics plotted over compute (DESIGN.md; names fixed by the trainer).
+# Train-line diagnostics plotted over compute (docs/results-contract.md; names fixed by the trainer).
 DIAGNOSTICS = ("truncation_rate", "entropy", "kept_prompt_fraction", "lag_mean", "lag_max",
                "samples_per_s", "tokens_per_s")
 # Section 2 of the paper: a truncation rate of 10-15 % destabilizes training (ScaleRL keeps it < 5 %).

@@ -1,4 +1,4 @@
-"""The results contract (DESIGN.md): what train writes and what fit and report read.
+"""The results contract (docs/results-contract.md): what train writes and what fit and report read.
 
 results/<sweep>/<variant>/config.yaml    resolved config
 results/<sweep>/<variant>/metrics.jsonl  one JSON object per line, append-only

@@ -1,4 +1,4 @@
-"""Sweep state on disk: ``results/<sweep>/sweep.json`` and each run's ``config.yaml`` (DESIGN.md, the
+"""Sweep state on disk: ``results/<sweep>/sweep.json`` and each run's ``config.yaml`` (docs/results-contract.md, the
 results contract). Every write is atomic; sweep.json is what ``rlscale fit`` reads to group runs into
 variants and to find the LOO base and axes (Section 4)."""
 from __future__ import annotations
