@@ -4,6 +4,7 @@ synthetic LOO sweeps with known truth at paper-scale noise; the ranking's transi
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -162,8 +163,8 @@ def test_loo_table_fixes_a_at_the_sweep_mean_and_gives_verdicts_with_intervals(l
     # one seed: the bootstrap does not see the seed spread of B at fixed A, so no efficiency verdict
     assert rows["loss_dapo"].axis == "loss" and rows["loss_dapo"].dA == pytest.approx(0.0, abs=1e-5)
     assert rows["loss_dapo"].dB < 0 and rows["loss_dapo"].dB_lo <= rows["loss_dapo"].dB <= rows["loss_dapo"].dB_hi
-    assert (rows["loss_dapo"].verdict, rows["loss_dapo"].reason, rows["loss_dapo"].needs) == (
-        "unresolved", "one seed", "more seeds")
+    assert (rows["loss_dapo"].verdict, rows["loss_dapo"].reason) == ("unresolved", "one seed")
+    assert re.fullmatch(r"more seeds \(about \d+ per variant\)", rows["loss_dapo"].needs)
     assert rows["agg_sample"].verdict == "unresolved"
     assert rows["never_ran"].note == "no ok fit" and rows["never_ran"].dA is None
 

@@ -9,7 +9,7 @@ import pytest
 from rlscale.fit.differences import Pooled, Samples, difference
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.schema import Difference, RunFit
-from rlscale.fit.verdicts import min_effect, verdict
+from rlscale.fit.verdicts import min_effect, seeds_to_resolve, verdict
 
 SEEDS = "seeds n=3"
 
@@ -72,3 +72,13 @@ def test_eval_noise_flag_and_samples_needed():
     assert noise.flagged and noise.median_se == 0.02 and noise.samples_needed == pytest.approx(4000)
     assert "about 4,000 eval samples (now 1,000)" in noise.describe()
     assert not eval_noise(runs[:1], "s", 0.04).flagged and eval_noise(runs, "other", 0.02) is None
+
+
+def test_unresolved_verdicts_say_how_many_seeds_or_samples():
+    # seed sd of A 0.02 at a 0.02 margin: 2 * (1.96 * 0.02 / 0.01)^2 = 30.7 -> 31 seeds per variant
+    assert seeds_to_resolve(0.02, 0.02, 0.95) == 31
+    assert seeds_to_resolve(0.001, 0.02, 0.95) == 2 and seeds_to_resolve(None, 0.02, 0.95) is None
+    straddles = verdict(_d(0.03, 0.05), None, None, 0.02, 0.4, True, False, seeds_needed=31)
+    assert straddles.needs == "more seeds (about 31 per variant)"
+    noisy = verdict(_d(0.01, 0.02), _d(0.05, 0.6), _d(0.0, 0.1), 0.02, 0.4, True, True, 31, 2482.4)
+    assert (noisy.reason, noisy.needs) == ("eval noise", "more eval samples (about 2,482 per eval)")

@@ -25,8 +25,8 @@ from rlscale.fit.noise import eval_noise
 from rlscale.fit.ranking import tiers
 from rlscale.fit.run import bootstrap_draws, refit_with_a
 from rlscale.fit.schema import (BASE, MORE_COMPUTE, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
-                                FitSettings, RunFit)
-from rlscale.fit.verdicts import ceiling_resolved, efficiency_resolved, min_effect, verdict
+                                EvalNoise, FitSettings, RunFit)
+from rlscale.fit.verdicts import ceiling_resolved, efficiency_resolved, min_effect, seeds_to_resolve, verdict
 
 
 @dataclass
@@ -91,10 +91,14 @@ class Sweep:
     def identified(self) -> List[VariantFit]:
         return [v for v in self.members if not v.unidentified]
 
+    @property
+    def pooled_a(self) -> Optional[Pooled]:
+        """The seed sd of A pooled over the variants whose A is identified."""
+        return Pooled.of([[r.A for r in v.runs] for v in self.identified])
+
     def d_a(self, p: VariantFit, q: VariantFit) -> Difference:
-        pooled = Pooled.of([[r.A for r in v.runs] for v in self.identified])
         boot = len(p.runs) < 2 or len(q.runs) < 2
-        return difference(p.samples(self.settings, None, boot), q.samples(self.settings, None, boot), pooled,
+        return difference(p.samples(self.settings, None, boot), q.samples(self.settings, None, boot), self.pooled_a,
                           self.settings.ci_level)
 
     def d_b(self, p: VariantFit, q: VariantFit, a: float) -> Optional[Difference]:
@@ -134,7 +138,7 @@ def compare(runs: List[RunFit], sweeps: Dict[str, dict], settings: FitSettings) 
         entries = _loo_entries(sweeps.get(name))
         if entries:
             noise = eval_noise(runs, name, settings.margin)
-            rows += _loo(name, entries, sweep, noise is not None and noise.flagged)
+            rows += _loo(name, entries, sweep, noise if noise is not None and noise.flagged else None)
     return rows
 
 
@@ -213,8 +217,10 @@ def _ranking(name: str, sweep: Sweep, failed: List[str]) -> List[ComparisonRow]:
     return rows
 
 
-def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noisy: bool) -> List[ComparisonRow]:
+def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noise: Optional[EvalNoise]) -> List[ComparisonRow]:
     s = sweep.settings
+    pooled_a = sweep.pooled_a
+    seeds = seeds_to_resolve(pooled_a.sd if pooled_a is not None else None, s.margin, s.ci_level)
     by_name = {v.variant: v for v in sweep.members}
     base_name = entries[0][0]
     pooled = [r for v in sweep.identified for r in v.runs]
@@ -250,7 +256,8 @@ def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noisy: bool) -
             if base.unidentified and not v.unidentified:
                 row.note = f"base: {base.unidentified}"
             found = verdict(d_a, d_b, sweep.d_b_free(v, base), s.margin, effect,
-                            not (v.unidentified or base.unidentified), noisy)
+                            not (v.unidentified or base.unidentified), noise is not None, seeds,
+                            noise.samples_needed if noise is not None else None)
             row.verdict, row.reason, row.needs = found.verdict, found.reason, found.needs
         rows.append(row)
     return rows

@@ -19,11 +19,17 @@
 - **unresolved** otherwise, with a reason and what would resolve it: ``A not identified`` (more compute),
   ``eval noise`` (the sweep's median eval SE > margin / 2: more eval samples), ``one seed`` (more seeds),
   ``interval straddles the margin`` (more seeds), ``no interval`` (--n-boot > 0 or more seeds).
+  The number is given where the data tell it: eval samples per eval that bring the median eval SE to half
+  the margin (rlscale.fit.noise), and seeds per variant that bring the seed half-width of dA to half the
+  margin at the sweep's pooled seed sd of A (``seeds_to_resolve``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
+
+from scipy.stats import norm
 
 from rlscale.fit.differences import BOOTSTRAP, NONE
 from rlscale.fit.schema import (EVAL_NOISE, HIGHER_CEILING, HIGHER_EFFICIENCY, LOWER_CEILING, LOWER_EFFICIENCY,
@@ -50,6 +56,16 @@ def min_effect(seed_sd_b: Optional[float], base_b: float) -> Optional[float]:
     return max(MIN_EFFECT_SDS * seed_sd_b, MIN_EFFECT_FLOOR * abs(base_b))
 
 
+def seeds_to_resolve(sd_a: Optional[float], margin: float, level: float) -> Optional[int]:
+    """Seeds per variant for which the interval of dA, z * sd * sqrt(2 / n), is at most half the margin: a
+    null axis then reads ``within margin`` and a difference of twice the margin a ceiling finding. None
+    without a pooled seed sd of A."""
+    if sd_a is None or margin <= 0:
+        return None
+    z = float(norm.ppf((1 + level) / 2))
+    return max(2, math.ceil(2 * (z * sd_a / (margin / 2)) ** 2))
+
+
 def ceiling_resolved(d_a: Difference, margin: float) -> bool:
     """dA is a ceiling finding: beyond the margin and its interval excludes 0 (the whole bootstrap interval
     beyond the margin)."""
@@ -67,8 +83,11 @@ def efficiency_resolved(d_b: Optional[Difference], d_b_free: Optional[Difference
 
 
 def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Difference], margin: float,
-            effect: Optional[float], identified: bool, noisy: bool) -> Verdict:
-    """The LOO verdict of a reversion vs the base (module docstring)."""
+            effect: Optional[float], identified: bool, noisy: bool, seeds_needed: Optional[int] = None,
+            samples_needed: Optional[float] = None) -> Verdict:
+    """The LOO verdict of a reversion vs the base (module docstring); ``seeds_needed`` and ``samples_needed``
+    put a number on what resolves it."""
+    more_seeds = MORE_SEEDS + (f" (about {seeds_needed} per variant)" if seeds_needed else "")
     if not identified:
         return Verdict(UNRESOLVED, NOT_IDENTIFIED, MORE_COMPUTE)
     if d_a.source == NONE:
@@ -81,7 +100,8 @@ def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Diffe
     if d_a.inside(margin) and b_known and d_b.inside(effect):
         return Verdict(WITHIN_MARGIN)
     if noisy:
-        return Verdict(UNRESOLVED, EVAL_NOISE, MORE_EVAL_SAMPLES)
+        return Verdict(UNRESOLVED, EVAL_NOISE,
+                       MORE_EVAL_SAMPLES + (f" (about {samples_needed:,.0f} per eval)" if samples_needed else ""))
     if d_a.source == BOOTSTRAP or (d_b is not None and d_b.source == BOOTSTRAP):
-        return Verdict(UNRESOLVED, ONE_SEED, MORE_SEEDS)
-    return Verdict(UNRESOLVED, STRADDLES, MORE_SEEDS)
+        return Verdict(UNRESOLVED, ONE_SEED, more_seeds)
+    return Verdict(UNRESOLVED, STRADDLES, more_seeds)
