@@ -81,4 +81,5 @@ def test_unresolved_verdicts_say_how_many_seeds_or_samples():
     straddles = verdict(_d(0.03, 0.05), None, None, 0.02, 0.4, True, False, seeds_needed=31)
     assert straddles.needs == "more seeds (about 31 per variant)"
     noisy = verdict(_d(0.01, 0.02), _d(0.05, 0.6), _d(0.0, 0.1), 0.02, 0.4, True, True, 31, 2482.4)
-    assert (noisy.reason, noisy.needs) == ("eval noise", "more eval samples (about 2,482 per eval)")
+    assert (noisy.reason, noisy.needs) == ("eval noise", "more eval samples (about 2,482 per eval), more seeds "
+                                                         "(about 31 per variant)")

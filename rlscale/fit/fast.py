@@ -50,12 +50,13 @@ def fit_fast(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace,
 
 def fit_batch(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, weights: np.ndarray,
               start: Optional[Tuple[float, float]] = None) -> BatchFit:
-    """Fit m weighted versions of one curve: ``weights`` (m, n) multiplies each point's squared residual.
+    """Fit m weighted curves on the same x: ``y`` is one curve (n,) shared by all, or one per row (m, n)
+    (bootstrap resamples); ``weights`` (m, n) multiplies each point's squared residual.
     Levenberg-Marquardt starts from the grid's best local minima, or only from ``start`` = (C_mid, B)
     when given (a bootstrap or a fixed-A refit warm-started at the full-data optimum)."""
     scale = float(np.max(x))
     lx = np.log(x / scale)
-    d = y - r0
+    d = np.broadcast_to(np.asarray(y, dtype=float) - r0, weights.shape)
     bounds = _Bounds(u_lo=np.log(space.c_lo / scale), u_hi=np.log(space.c_hi / scale), v_lo=np.log(space.b_lo),
                      v_hi=np.log(space.b_hi), g_lo=space.a_lo - r0, g_hi=space.a_hi - r0)
     m = weights.shape[0]
@@ -65,7 +66,7 @@ def fit_batch(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, weigh
         u0 = np.full(m, np.clip(np.log(start[0] / scale), bounds.u_lo, bounds.u_hi))
         v0 = np.full(m, np.clip(np.log(start[1]), bounds.v_lo, bounds.v_hi))
     rows = np.tile(np.arange(m), u0.size // m)
-    u, v, g, sse = _levenberg_marquardt(lx, d, weights[rows], u0, v0, bounds)
+    u, v, g, sse = _levenberg_marquardt(lx, d[rows], weights[rows], u0, v0, bounds)
     pick = np.argmin(sse.reshape(-1, m), axis=0) * m + np.arange(m)  # best start of each curve
     return BatchFit(A=r0 + g[pick], B=np.exp(v[pick]), C_mid=scale * np.exp(u[pick]), sse=sse[pick])
 
@@ -81,10 +82,11 @@ class _Bounds:
 
 
 def _profile(s: np.ndarray, d: np.ndarray, w: np.ndarray, bounds: _Bounds):
-    """Closed-form A - R0 for each row of basis ``s``; returns (g, residuals, sse, g_is_interior)."""
+    """Closed-form A - R0 for each row of basis ``s`` and curve ``d`` (rows); returns (g, residuals, sse,
+    g_is_interior)."""
     sw = w * s
     den = _rowdot(sw, s)
-    raw = (sw @ d) / np.where(den > 0, den, np.inf)
+    raw = _rowdot(sw, d) / np.where(den > 0, den, np.inf)
     g = np.minimum(np.maximum(raw, bounds.g_lo), bounds.g_hi)
     r = d - g[:, None] * s
     return g, r, _rowdot(w * r, r), (raw > bounds.g_lo) & (raw < bounds.g_hi)
@@ -100,7 +102,7 @@ def _grid_starts(lx: np.ndarray, d: np.ndarray, w: np.ndarray, bounds: _Bounds) 
     num = (w * d) @ s.T
     den = w @ (s * s).T
     g = np.minimum(np.maximum(num / np.where(den > 0, den, np.inf), bounds.g_lo), bounds.g_hi)
-    sse = (w @ (d * d))[:, None] - 2 * g * num + g * g * den
+    sse = _rowdot(w, d * d)[:, None] - 2 * g * num + g * g * den
     grid = sse.reshape(-1, GRID_C_MID, GRID_B)
     padded = np.pad(grid, ((0, 0), (1, 1), (1, 1)), constant_values=np.inf)
     is_min = np.ones_like(grid, dtype=bool)
@@ -127,11 +129,11 @@ def _levenberg_marquardt(lx, d, w, u, v, bounds: _Bounds):
         if active.size == 0:
             break
         a = slice(None) if active.size == u.size else active
-        wa, ua, va, sse_a = w[a], u[a], v[a], sse[a]
+        da, wa, ua, va, sse_a = d[a], w[a], u[a], v[a], sse[a]
         du, dv = _step(s[a], z[a], g[a], r[a], free[a], wa, lam[a], ua, va, bounds)
         nu = np.minimum(np.maximum(ua + du, bounds.u_lo), bounds.u_hi)
         nv = np.minimum(np.maximum(va + dv, bounds.v_lo), bounds.v_hi)
-        ns, nz, ng, nr, nsse, nfree = _evaluate(lx, d, wa, nu, nv, bounds)
+        ns, nz, ng, nr, nsse, nfree = _evaluate(lx, da, wa, nu, nv, bounds)
         ok = nsse < sse_a
         lam[a] = np.where(ok, np.maximum(lam[a] / 3, 1e-12), lam[a] * 4)
         done = (lam[a] > 1e10) | (np.abs(nu - ua) + np.abs(nv - va) < 1e-9) | (ok & (sse_a - nsse <= 1e-12 * nsse))

@@ -28,14 +28,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy.stats import t as student_t
 
-from rlscale.fit.bootstrap import resample_weights
+from rlscale.fit.bootstrap import refit_resamples
 from rlscale.fit.differences import Pooled, Samples, difference, mean_draws
-from rlscale.fit.fast import fit_batch
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.ranking import tiers
-from rlscale.fit.run import bootstrap_rng, window_points
+from rlscale.fit.run import bootstrap_resamples, free_params
 from rlscale.fit.schema import Difference, FitSettings, RunFit
-from rlscale.fit.space import search_space
 from rlscale.fit.verdicts import ceiling_resolved
 
 
@@ -67,9 +65,8 @@ class VariantPrediction:
 def prediction_draws(run: RunFit, settings: FitSettings, at: float) -> np.ndarray:
     """Eq. 1 at ``at`` for each bootstrap refit of an ok run (the resamples behind its own intervals:
     same seed, same points). Shape (settings.n_boot,)."""
-    x, y, window = window_points(run, settings)
-    weights = resample_weights(x.size, settings.n_boot, bootstrap_rng(run, settings))
-    fit = fit_batch(x, y, run.R0, search_space(settings, window), weights, start=(run.C_mid, run.B))
+    x, curves, space = bootstrap_resamples(run, settings)
+    fit = refit_resamples(x, curves, run.R0, space, free_params(run))
     return sigmoid(at, run.R0, fit.A, fit.B, fit.C_mid)
 
 

@@ -29,9 +29,9 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from rlscale.fit.bootstrap import bootstrap_ci, resample_weights
+from rlscale.fit.bootstrap import bootstrap_ci, refit_resamples, resample_curves
 from rlscale.fit.curves import Curve
-from rlscale.fit.fast import fit_batch, fit_fast
+from rlscale.fit.fast import fit_fast
 from rlscale.fit.forms import SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import FITTERS
 from rlscale.fit.paper import fit_paper
@@ -114,12 +114,23 @@ def bootstrap_draws(run: RunFit, settings: FitSettings, fixed: Optional[SigmoidP
     """The bootstrap of an ok run as draws: A of the free refits (the draws behind A_lo, A_hi: same
     resamples, same seed), or with ``fixed`` (a refit_with_a result) B of the refits with A held at
     ``fixed.A``. Shape (n_boot,)."""
-    x, y, window = window_points(run, settings)
-    space = search_space(settings, window)
-    weights = resample_weights(x.size, settings.n_boot, bootstrap_rng(run, settings))
+    x, curves, space = bootstrap_resamples(run, settings)
     if fixed is None:
-        return fit_batch(x, y, run.R0, space, weights, start=(run.C_mid, run.B)).A
-    return fit_batch(x, y, run.R0, space.with_fixed_a(fixed.A), weights, start=(fixed.C_mid, fixed.B)).B
+        return refit_resamples(x, curves, run.R0, space, free_params(run)).A
+    return refit_resamples(x, curves, run.R0, space.with_fixed_a(fixed.A), fixed).B
+
+
+def bootstrap_resamples(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray, np.ndarray, SearchSpace]:
+    """The x values, the resampled curves behind the run's own intervals (same seed, same residuals) and the
+    run's search box."""
+    x, y, window = window_points(run, settings)
+    curves = resample_curves(x, y, run.R0, free_params(run), settings.n_boot, bootstrap_rng(run, settings))
+    return x, curves, search_space(settings, window)
+
+
+def free_params(run: RunFit) -> SigmoidParams:
+    """The run's own (free) Eq. 1 fit."""
+    return SigmoidParams(A=run.A, B=run.B, C_mid=run.C_mid, sse=run.sse)
 
 
 def bootstrap_rng(run: RunFit, settings: FitSettings) -> np.random.Generator:

@@ -100,8 +100,8 @@ def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Diffe
     if d_a.inside(margin) and b_known and d_b.inside(effect):
         return Verdict(WITHIN_MARGIN)
     if noisy:
-        return Verdict(UNRESOLVED, EVAL_NOISE,
-                       MORE_EVAL_SAMPLES + (f" (about {samples_needed:,.0f} per eval)" if samples_needed else ""))
+        more_samples = MORE_EVAL_SAMPLES + (f" (about {samples_needed:,.0f} per eval)" if samples_needed else "")
+        return Verdict(UNRESOLVED, EVAL_NOISE, more_samples + (f", {more_seeds}" if seeds_needed else ""))
     if d_a.source == BOOTSTRAP or (d_b is not None and d_b.source == BOOTSTRAP):
         return Verdict(UNRESOLVED, ONE_SEED, more_seeds)
     return Verdict(UNRESOLVED, STRADDLES, more_seeds)
