@@ -85,11 +85,13 @@ FILTERING = Axis("filtering.name", {
     "none": "no filtering (Section-2 baseline)",
 }, group="filtering")
 CURRICULUM = Axis("curriculum.name", {
-    "no_positive_resampling": "prompts whose pass rate reaches the threshold leave the pool for good (ScaleRL, Sec. 3.2)",
+    "no_positive_resampling": "prompts whose pass rate reaches the threshold leave the pool for good "
+                              "(ScaleRL, Sec. 3.2)",
     "uniform": "uniform resampling of the whole pool (Section-2 baseline)",
 }, group="curriculum")
 LENGTH = Axis("length.name", {
-    "interruption": "the think trace is cut at a random length in the window, then the answer follows (ScaleRL, Sec. 3.2)",
+    "interruption": "the think trace is cut at a random length in the window, then the answer follows "
+                    "(ScaleRL, Sec. 3.2)",
     "penalty": "DAPO overlong penalty on correct traces (Sec. 3.2)",
     "none": "no length control: the budgets alone truncate",
 }, group="length")

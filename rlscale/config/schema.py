@@ -54,8 +54,8 @@ class ModelConfig:
 class TaskConfig:
     """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2)."""
 
-    name: str = knob("reasoning_gym", "``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: local "
-                     "jsonl/parquet problems scored with Math-Verify", "Sec. 2")
+    name: str = knob("reasoning_gym", "``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: "
+                     "local jsonl/parquet problems scored with Math-Verify", "Sec. 2")
     dataset: str = knob("chain_sum", "reasoning_gym: the task name")
     dataset_kwargs: dict = knob({"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1},
                                 "reasoning_gym: arguments of the task's generator (here chain_sum's: 2-4 one-digit "
@@ -82,12 +82,12 @@ class LossConfig:
     name: str = knob("cispo", "the loss type", "Sec. 3.2")
     eps_low: float = knob(0.2, "PPO-clip losses (grpo, dapo, gspo): rho >= 1 - eps_low; the loss group's files set "
                           "each loss's own (grpo 0.2, dapo 0.2, gspo 4e-3); unused by cispo", "Sec. 3.2")
-    eps_high: float = knob(0.28, "PPO-clip losses (grpo, dapo, gspo): rho <= 1 + eps_high (grpo 0.2, dapo's clip-higher "
-                           "0.28, gspo 4e-3); unused by cispo, whose cap is ``cispo_cap``", "Sec. 3.2")
+    eps_high: float = knob(0.28, "PPO-clip losses (grpo, dapo, gspo): rho <= 1 + eps_high (grpo 0.2, dapo's "
+                           "clip-higher 0.28, gspo 4e-3); unused by cispo, whose cap is ``cispo_cap``", "Sec. 3.2")
     cispo_cap: float = knob(4.0, "cispo: the cap on the importance ratio itself, sg(min(rho, cispo_cap)) (eps_max of "
                             "the paper and of MiniMax-M1; 4, 5 and 8 did equally well)", "Sec. 3.2")
-    tis_cap: Optional[float] = knob(None, "truncated importance sampling weight min(pi_train_old / pi_gen, cap) against "
-                                    "the trainer/generator mismatch (null = off)")
+    tis_cap: Optional[float] = knob(None, "truncated importance sampling weight min(pi_train_old / pi_gen, cap) "
+                                    "against the trainer/generator mismatch (null = off)")
     kl_coef: float = knob(0.0, "weight of a k3 KL term to the initial policy (the paper uses none)", "Sec. 2")
 
 
@@ -158,10 +158,10 @@ class LengthConfig:
 class GenerationConfig:
     """Sampling budgets and temperature."""
 
-    think: Any = knob("auto", "true | false | auto: with thinking on the assistant turn opens a ``<think>`` trace and "
-                      "the answer is the text after ``</think>``; off, the prompt is rendered with thinking disabled and the "
-                      "whole completion is the answer; auto: on for the tiny model and for chat templates that know "
-                      "thinking")
+    think: Any = knob("auto", "true | false | auto: with thinking on the assistant turn opens a ``<think>`` trace "
+                      "and the answer is the text after ``</think>``; off, the prompt is rendered with thinking "
+                      "disabled and the whole completion is the answer; auto: on for the tiny model and for chat "
+                      "templates that know thinking")
     max_think_tokens: int = knob(24, "think budget in tokens (paper: 12,288)", "Sec. 2")
     max_answer_tokens: int = knob(8, "answer budget in tokens after the think trace (paper: 2,048)", "Sec. 2")
     temperature: float = knob(1.0, "sampling temperature of training and eval generations")

@@ -24,7 +24,8 @@ TAGGED_INSTRUCTION = ("Provide the final answer in the following format: <answer
 
 @dataclass(frozen=True)
 class AnswerFormat:
-    """One of ``rlscale.config.registry.ANSWER_FORMAT``: what the prompt asks for and which part of the answer text is checked."""
+    """One of ``rlscale.config.registry.ANSWER_FORMAT``: what the prompt asks for and which part of the answer
+    text is checked."""
 
     name: str
 
