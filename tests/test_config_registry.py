@@ -2,6 +2,8 @@
 tables of the code and ``rlscale run --help`` name the same options."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -10,8 +12,8 @@ from typer.testing import CliRunner
 from rlscale.cli import app
 from rlscale.config import ConfigError, compose_run_config
 from rlscale.config.compose import compose_raw
-from rlscale.config.registry import AXES, LOSS
-from rlscale.paths import CONF_DIR
+from rlscale.config.registry import AXES, BY_FIELD, LOSS
+from rlscale.paths import CONF_DIR, PACKAGE_DIR
 from rlscale.rl import LossSpec, aggregation_weights, compute_advantages
 from rlscale.tasks.answer_format import AnswerFormat
 
@@ -56,6 +58,24 @@ def test_the_dispatch_tables_read_the_registry():
                         (lambda: AnswerFormat("boxed"), "task.answer_format")):
         with pytest.raises(ValueError, match=f"^field '{field}': '[a-z]+' is not one of "):
             call()
+
+
+COMPARED = re.compile(r"\b(?P<owner>\w+?)(?:_cfg)?\.(?P<key>name|generator|learner|device)\s*(?:==|!=|not in|in)\s*"
+                      r"(?P<values>\([^)]*\)|\"\w+\")")
+
+
+def test_every_name_the_code_compares_a_choice_with_is_a_registry_name():
+    """Code that branches on a choice (``cfg.length.name == "penalty"``) names an option of the registry."""
+    compared = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        for m in COMPARED.finditer(path.read_text()):
+            owner = "task" if m["owner"] == "format" else m["owner"]
+            field = f"{owner}.{'answer_format' if m['owner'] == 'format' else m['key']}"
+            if field in BY_FIELD:
+                compared += [(f"{path.relative_to(PACKAGE_DIR)}: {field}", value)
+                             for value in re.findall(r'"(\w+)"', m["values"])]
+    assert len(compared) > 15
+    assert [(where, value) for where, value in compared if value not in BY_FIELD[where.split(": ")[1]].names] == []
 
 
 def test_run_and_sweep_help_list_every_axis():

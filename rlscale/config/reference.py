@@ -72,7 +72,7 @@ def _rows(cls: type, prefix: str) -> Iterator[str]:
 
 
 def _section(title: str, doc: str, cls: type, prefix: str) -> List[str]:
-    lines = [f"## {title}", "", " ".join(doc.split()), ""]
+    lines = [f"## {title}", "", _cell(" ".join(doc.split())), ""]
     for axis in (a for dotted, a in BY_FIELD.items() if dotted.startswith(prefix) and "." not in dotted[len(prefix):]):
         picked = f"`{axis.group}=NAME`" if axis.group and not axis.presets else f"`{axis.field}=NAME`"
         lines += [f"{picked}:", ""] + [f"- `{name}`: {meaning}" for name, meaning in axis.options.items()] + [""]

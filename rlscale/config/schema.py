@@ -181,7 +181,8 @@ class OffpolicyConfig:
                         "the trainer: generators wait when k + 1 batches ahead (0: on-policy). Paper: 8; scaled "
                         "down for the embedded default's short runs (at 8 a 60-step tiny run dips below R0 first)",
                         "Sec. 3.1")
-    num_generators: int = knob(1, "pipeline: generator processes (one per GPU on CUDA)")
+    num_generators: int = knob(1, "pipeline: generator processes beside the trainer (on GPU machines on the GPUs "
+                                  "after the trainer's)")
     queue_size: int = knob(4, "pipeline: finished chunks waiting for the trainer at most; a full queue stalls the "
                            "generators")
     update_every_tokens: int = knob(16, "pipeline: 0 = a generator takes new weights at its next decode step after "
@@ -260,8 +261,8 @@ class LauncherConfig:
     mem_gb: float = knob(4.0, "slurm: memory per job in GB")
     timeout_min: int = knob(60, "slurm: time limit of a job in minutes")
     array_parallelism: int = knob(16, "slurm: jobs of one array running at once")
-    signal_delay_s: int = knob(60, "slurm: seconds before the time limit at which a job is signalled to checkpoint "
-                               "and requeue")
+    signal_delay_s: int = knob(60, "slurm: seconds before the time limit at which a job is signalled; its run is "
+                               "marked preempted, requeued and resumes from its checkpoint")
     extra_sbatch: dict = knob({}, "slurm: further sbatch options, name -> value")
     setup: List[str] = knob([], "slurm: shell lines run before each job (module loads, venv activation)")
 
@@ -298,7 +299,7 @@ class RunConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
-    seed: int = knob(0, "seed of the run (sampling, the RL pool's order, initialisation)")
+    seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling")
     sweep: str = knob("default", "the sweep the run belongs to (its results folder)")
     variant: str = knob("run", "the run's name within its sweep")
     out: str = knob("results/${sweep}/${variant}", "the run folder; a sweep writes ``<sweep>/<run>`` relative to its "
