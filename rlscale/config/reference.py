@@ -52,7 +52,7 @@ def _type_name(annotation: Any) -> str:
     if hint in (list, List):
         return f"list of {_type_name(args[0])}"
     return {str: "text", int: "integer", float: "number", bool: "true or false", dict: "mapping",
-            Any: "any"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
+            Any: "see meaning"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
 
 def _allowed(axis: Any, annotation: Any) -> str:
