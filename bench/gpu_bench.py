@@ -191,7 +191,7 @@ def run_config(work: Workload, shape: Shape, fp32_head: bool, offpolicy: str, de
     cfg.precision.name = "fp32_head" if fp32_head else "bf16_head"
     cfg.batch.prompts, cfg.batch.generations, cfg.batch.micro_batch = work.prompts, work.generations, shape.micro_batch
     cfg.offpolicy.name = offpolicy
-    cfg.offpolicy.k = 8 if offpolicy == "pipeline" else 1
+    cfg.offpolicy.max_lag, cfg.offpolicy.batches_per_version = 8, 1
     cfg.curriculum.name = "uniform"
     cfg.optim.lr = 1e-6
     return cfg

@@ -60,7 +60,7 @@ def main() -> None:
     torch.manual_seed(0)
     shape = {**SMOLLM2, "num_hidden_layers": args.layers}
     model = LlamaForCausalLM(LlamaConfig(**shape)).to(args.device, torch.bfloat16).eval()
-    learner = TorchLearner(model, OptimConfig(lr=5e-6), LossSpec("cispo", 0.0, 4.0), True, 1.0, compiled=True,
+    learner = TorchLearner(model, OptimConfig(lr=5e-6), LossSpec("cispo", 0.2, 0.28, 4.0), True, 1.0, compiled=True,
                            max_width=args.max_width)
     print(f"model ready after {time.perf_counter() - start:.1f} s")
     gen = torch.Generator().manual_seed(1)

@@ -43,9 +43,9 @@ def median(results: List[ModeResult]) -> ModeResult:
 
 
 def modes(k: int) -> Dict[str, List[str]]:
-    return {"synchronous": ["offpolicy=ppo", "offpolicy.k=1"],
-            f"PPO-off-policy-{k}": ["offpolicy=ppo", f"offpolicy.k={k}"],
-            f"PipelineRL-{k}": ["offpolicy=pipeline", f"offpolicy.k={k}"]}
+    return {"synchronous": ["offpolicy=ppo", "offpolicy.batches_per_version=1"],
+            f"PPO-off-policy-{k}": ["offpolicy=ppo", f"offpolicy.batches_per_version={k}"],
+            f"PipelineRL-{k}": ["offpolicy=pipeline", f"offpolicy.max_lag={k}"]}
 
 
 def summarize(run_dir: Path, skip: int) -> ModeResult:

@@ -2,7 +2,7 @@
 seconds (the process and all its descendants, the PipelineRL generators included), wall time, rise and
 Eq. 1 fit (on the analytic FLOPs axis) of one default run (``rlscale run`` with no override: the ScaleRL
 recipe, PipelineRL, 60 updates, 11 evals) against the synchronous on-policy loop (``offpolicy=ppo
-offpolicy.k=1``), measured in the same invocation.
+offpolicy.batches_per_version=1``), measured in the same invocation.
 
     python bench/train_cpu.py [--threads 1] [--batches 5]
 
@@ -31,7 +31,7 @@ from rlscale.train.loop import RunLoop, prepare_batch
 
 
 def measure(threads: int, batches: int) -> dict:
-    cfg = compose_run_config(["offpolicy=ppo", "offpolicy.k=1", f"engine.threads={threads}"])
+    cfg = compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=1", f"engine.threads={threads}"])
     with tempfile.TemporaryDirectory() as tmp:
         loop = RunLoop(cfg, Path(tmp))
         c = loop.comps
@@ -90,7 +90,7 @@ def main() -> None:
     reap_descendants()
     m = measure(args.threads, args.batches)
     default = timed_run([])
-    sync = timed_run(["offpolicy=ppo", "offpolicy.k=1"])
+    sync = timed_run(["offpolicy=ppo", "offpolicy.batches_per_version=1"])
     print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"{'metric':<52}{'value':>12}")
     print(f"{f'generation tokens/s (prompt+completion, {args.threads} thr)':<52}{m['gen_tok_s']:>12.0f}")

@@ -7,6 +7,7 @@ from typing import Callable
 
 import typer
 
+from rlscale.config.registry import axes_help
 from rlscale.fit.command import fit_command
 from rlscale.plan.command import plan_command
 from rlscale.report.command import report_command
@@ -53,8 +54,10 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
     """Run, fit and report RL-compute scaling experiments (ScaleRL)."""
 
 
-app.command("run", context_settings={"allow_interspersed_args": True})(one_line_errors(run_command))
-app.command("sweep", context_settings={"allow_interspersed_args": True})(one_line_errors(sweep_command))
+# the commands that take Hydra overrides: options anywhere among them, the config values listed in --help
+TAKES_OVERRIDES = {"context_settings": {"allow_interspersed_args": True}, "epilog": axes_help()}
+app.command("run", **TAKES_OVERRIDES)(one_line_errors(run_command))
+app.command("sweep", **TAKES_OVERRIDES)(one_line_errors(sweep_command))
 app.command("status")(one_line_errors(status_command))
 app.command("fit")(one_line_errors(fit_command))
 app.command("report")(one_line_errors(report_command))

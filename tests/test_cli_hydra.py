@@ -63,16 +63,16 @@ def test_config_dir_configs_and_specs_come_before_the_packaged_ones(tmp_path, mo
     monkeypatch.delenv(CONFIG_PATH_ENV, raising=False)
     mine = tmp_path / "mine"
     (mine / "loss").mkdir(parents=True)
-    (mine / "loss" / "cispo.yaml").write_text("name: cispo\neps_low: 0.0\neps_high: 9.0\n")  # shadows the packaged cispo
+    (mine / "loss" / "cispo.yaml").write_text("name: cispo\ncispo_cap: 9.0\n")  # shadows the packaged cispo
     (mine / "sweeps").mkdir()
     (mine / "sweeps" / "tiny.yaml").write_text(yaml.safe_dump(
         {"name": "tiny", "kind": "list", "base": {"name": "scalerl"}, "variants": {"dapo": ["loss=dapo"]}}))
     job = cli("run", "--config-dir", str(mine), "--cfg", "job")
     assert job.exit_code == 0, job.output
-    assert yaml.safe_load(job.output)["loss"]["eps_high"] == 9.0
+    assert yaml.safe_load(job.output)["loss"]["cispo_cap"] == 9.0
     dry = cli("sweep", "--config-dir", str(mine), "conf=tiny", "--dry-run", "--seeds", "1")
     assert dry.exit_code == 0, dry.output
-    assert OmegaConf.load(tmp_path / "results/tiny/scalerl/config.yaml").loss.eps_high == 9.0
+    assert OmegaConf.load(tmp_path / "results/tiny/scalerl/config.yaml").loss.cispo_cap == 9.0
     (tmp_path / "sweeps").mkdir()
     (tmp_path / "sweeps" / "here.yaml").write_text(yaml.safe_dump(
         {"name": "here", "kind": "list", "base": {"name": "scalerl"}, "variants": {"gspo": ["loss=gspo"]}}))

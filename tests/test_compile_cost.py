@@ -115,5 +115,5 @@ def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     assert longest == max(map(len, prompts)) + generator.max_new_tokens
     completions = generator.generate(prompts, torch.Generator().manual_seed(3))
     assert max(len(c.prompt_ids) + len(c.tokens) for c in completions) <= longest
-    learner = TorchLearner(model, OptimConfig(), LossSpec("cispo", 0.0, 4.0), True, 1.0, max_width=longest)
+    learner = TorchLearner(model, OptimConfig(), LossSpec("cispo", 0.2, 0.28, 4.0), True, 1.0, max_width=longest)
     assert {learner.padded_width(w) for w in range(1, longest + 1)} == {length_bucket(longest)}

@@ -9,11 +9,12 @@ from rlscale.config import ConfigError, compose_run_config
 
 def test_default_is_the_scalerl_recipe():
     cfg = compose_run_config([])
-    assert (cfg.loss.name, cfg.loss.eps_high, cfg.aggregation.name, cfg.normalization.name) == ("cispo", 4.0, "prompt", "batch")
+    assert (cfg.loss.name, cfg.loss.cispo_cap, cfg.aggregation.name, cfg.normalization.name) == (
+        "cispo", 4.0, "prompt", "batch")
     assert cfg.precision.lm_head_fp32 and cfg.filtering.zero_variance
-    assert (cfg.curriculum.name, cfg.length.name, cfg.offpolicy.name, cfg.offpolicy.k) == (
-        "no_positive_resampling", "interruption", "pipeline", 2)  # k scaled for 100 steps (rlscale/conf/offpolicy/)
-    assert compose_run_config(["offpolicy.k=8"]).offpolicy.k == 8
+    assert (cfg.curriculum.name, cfg.length.name, cfg.offpolicy.name, cfg.offpolicy.max_lag) == (
+        "no_positive_resampling", "interruption", "pipeline", 2)  # k scaled for short runs (OffpolicyConfig)
+    assert compose_run_config(["offpolicy.max_lag=8"]).offpolicy.max_lag == 8
     assert cfg.optim.eps == 1e-15 and cfg.optim.weight_decay == 0.01
 
 

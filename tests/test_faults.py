@@ -30,7 +30,7 @@ from rlscale.results.metrics import read_metrics
 
 TINY = ["model.warmup_steps=2", "trainer.max_steps=3", "trainer.eval_every=1", "trainer.checkpoint_every=1",
         "task.val_size=4", "task.train_size=16", "trainer.eval_samples=1", "batch.prompts=2", "batch.generations=2",
-        "offpolicy=ppo", "offpolicy.k=1", "engine.threads=1"]
+        "offpolicy=ppo", "offpolicy.batches_per_version=1", "engine.threads=1"]
 
 
 def cli(*args) -> "CliRunner.invoke":

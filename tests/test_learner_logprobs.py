@@ -94,7 +94,7 @@ def test_compiled_learner_updates_like_the_eager_learner():
     mid-run is a stall of a minute or more on a GPU)."""
     eager_model = tiny_model()
     compiled_model = copy.deepcopy(eager_model)
-    spec = LossSpec(name="cispo", eps_low=0.0, eps_high=4.0)
+    spec = LossSpec(name="cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0)
     optim = OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)
     eager = TorchLearner(eager_model, optim, spec, True, 1.0, micro_batch=2)
     compiled = TorchLearner(compiled_model, optim, spec, True, 1.0, micro_batch=2, compiled=True)

@@ -37,7 +37,8 @@ def on_policy_batch(model, rows: int = 4, length: int = 12) -> tuple[TrainBatch,
 
 def learner(model, lr: float, micro_batch: int = 0) -> TorchLearner:
     cfg = OptimConfig(lr=lr, warmup_steps=1, weight_decay=0.0)
-    return TorchLearner(model, cfg, LossSpec(name="cispo", eps_low=0.0, eps_high=4.0), True, 1.0, micro_batch)
+    spec = LossSpec(name="cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0)
+    return TorchLearner(model, cfg, spec, True, 1.0, micro_batch)
 
 
 def test_updates_below_bf16_resolution_accumulate_in_the_fp32_masters():

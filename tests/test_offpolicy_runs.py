@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from rlscale.config import compose_run_config
+from rlscale.config.schema import OFFPOLICY_K
 from rlscale.train import pipeline
 from rlscale.train.loop import train
 from waiting import wait_for
@@ -28,7 +29,7 @@ DEADLINE_S = 120.0
 
 
 def overrides(run_dir: Path, mode: str, k: int, steps: int, *extra: str) -> List[str]:
-    return [f"offpolicy={mode}", f"offpolicy.k={k}", "batch.prompts=4", "batch.generations=4", "engine.threads=1",
+    return [f"offpolicy={mode}", f"{OFFPOLICY_K[mode]}={k}", "batch.prompts=4", "batch.generations=4", "engine.threads=1",
             f"trainer.max_steps={steps}", "trainer.eval_every=1000", "trainer.eval_samples=1",
             "trainer.checkpoint_every=2", f"out={run_dir}", *extra]
 

@@ -183,7 +183,7 @@ def test_aggregation_of_an_empty_batch_is_zero(mode):
 #   seq 4: (1.25 * 0.64 * 1.25)^(1/3) = 1^(1/3) = 1   (-) 1
 #   seq 5: (2 * 0.72)^(1/2) = 1.44^(1/2) = 1.2        (-) 1.2
 # -> 2 + 1 = 3 of 15 tokens clipped.
-# cispo (eps_high 4): C = min(rho, 4) * logp:
+# cispo (cispo_cap 4; its eps_low / eps_high are unused): C = min(rho, 4) * logp:
 #   seq 0: 2 * -1 = -2, 0.5 * -2 = -1, 1 * -0.5 = -0.5
 #   seq 1: 0.5 * -0.5 = -0.25, 0.5 * -1 = -0.5
 #   seq 2: 2 * -2 = -4, 0.5 * -1 = -0.5, 1.21 * -0.5 = -0.605, 1.21 * -1.5 = -1.815
@@ -192,10 +192,10 @@ def test_aggregation_of_an_empty_batch_is_zero(mode):
 #   seq 5: 2 * -1.5 = -3, 0.72 * -1 = -0.72
 # -> 1 of 15 tokens clipped.
 SPECS = {
-    "grpo": LossSpec("grpo", eps_low=0.2, eps_high=0.2),
-    "dapo": LossSpec("dapo", eps_low=0.2, eps_high=0.28),
-    "gspo": LossSpec("gspo", eps_low=0.3, eps_high=0.1),
-    "cispo": LossSpec("cispo", eps_low=0.0, eps_high=4.0),
+    "grpo": LossSpec("grpo", eps_low=0.2, eps_high=0.2, cispo_cap=4.0),
+    "dapo": LossSpec("dapo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0),
+    "gspo": LossSpec("gspo", eps_low=0.3, eps_high=0.1, cispo_cap=4.0),
+    "cispo": LossSpec("cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0),
 }
 COEFFICIENTS = {
     "grpo": [[1.2, 0.5, 1.0], [0.8, 0.8], [2.0, 0.8, 1.21, 1.21], [1.2], [1.25, 0.8, 1.25], [2.0, 0.8]],
@@ -351,7 +351,7 @@ def test_truncated_importance_sampling_hand_computed():
         pi_old = pi (the learner before its update)  0.5   0.2
         pi_gen                                       0.2   0.4
         w = min(pi_old / pi_gen, 2)                  min(2.5, 2) = 2   0.5
-    cispo (eps_high 4), A = 1: rho = 1, loss = -1 * A * w * ln pi:
+    cispo (cispo_cap 4), A = 1: rho = 1, loss = -1 * A * w * ln pi:
         -2 ln 0.5 = 1.3862944,  -0.5 ln 0.2 = 0.8047190;  d loss / d ln pi = -A w = -2, -0.5.
     grpo (0.2 / 0.2), A = -1: rho = 1 inside the clip range, loss = -rho A w = w = 2, 0.5;
         d loss / d ln pi = -A w rho = 2, 0.5.
@@ -360,12 +360,12 @@ def test_truncated_importance_sampling_hand_computed():
     pi, gen = torch.tensor([[0.5, 0.2]], dtype=F64), torch.tensor([[0.2, 0.4]], dtype=F64)
     ones = torch.ones(1, 2, dtype=F64)
     for name, eps_low, eps_high, adv, loss, grad in (
-            ("cispo", 0.0, 4.0, 1.0, [-2 * math.log(0.5), -0.5 * math.log(0.2)], [-2.0, -0.5]),
+            ("cispo", 0.2, 0.28, 1.0, [-2 * math.log(0.5), -0.5 * math.log(0.2)], [-2.0, -0.5]),
             ("grpo", 0.2, 0.2, -1.0, [2.0, 0.5], [2.0, 0.5])):
         logp = pi.log().requires_grad_()
         out = policy_loss(LossInputs(logp=logp, gen_logp=gen.log(), advantages=torch.tensor([adv], dtype=F64),
                                      mask=ones, prox_logp=pi.log()),
-                          LossSpec(name, eps_low=eps_low, eps_high=eps_high, tis_cap=2.0))
+                          LossSpec(name, eps_low=eps_low, eps_high=eps_high, cispo_cap=4.0, tis_cap=2.0))
         torch.testing.assert_close(out.per_token, torch.tensor([loss], dtype=F64))
         out.per_token.sum().backward()
         torch.testing.assert_close(logp.grad, torch.tensor([grad], dtype=F64))
@@ -375,7 +375,7 @@ def test_truncated_importance_sampling_hand_computed():
 def test_truncated_importance_sampling_off_leaves_the_loss_unchanged():
     """Without prox_logp, or with tis_cap None, rho is taken against pi_gen and no weight applies."""
     adv = torch.tensor(ADVANTAGES["none"], dtype=F64)
-    spec = LossSpec("grpo", eps_low=0.2, eps_high=0.2, tis_cap=2.0)
+    spec = LossSpec("grpo", eps_low=0.2, eps_high=0.2, cispo_cap=4.0, tis_cap=2.0)
     plain = policy_loss(inputs(adv, logp_leaf()), SPECS["grpo"]).per_token
     torch.testing.assert_close(policy_loss(inputs(adv, logp_leaf()), spec).per_token, plain)
     torch.testing.assert_close(policy_loss(inputs(adv, logp_leaf(), prox_logp=padded(LOGP, -7.0)),
@@ -390,7 +390,7 @@ def test_kl_term_value():
     delta = padded([[ln2] * 3, [-ln2] * 2, [0.0] * 4, [0.0], [0.0] * 3, [0.0] * 2], 0.0)
     ref = padded(LOGP, -7.0) + delta
     adv = torch.tensor(ADVANTAGES["none"], dtype=F64)
-    spec = LossSpec("cispo", eps_low=0.0, eps_high=4.0, kl_coef=0.1)
+    spec = LossSpec("cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0, kl_coef=0.1)
     out = policy_loss(inputs(adv, logp_leaf(), ref_logp=ref), spec)
     plain = policy_loss(inputs(adv, logp_leaf()), SPECS["cispo"]).per_token
     added = padded([[0.1 * 0.3068528194] * 3, [0.1 * 0.1931471806] * 2, [0.0] * 4, [0.0], [0.0] * 3,
@@ -403,7 +403,7 @@ def test_kl_term_value():
 
 def test_spec_and_shape_validation():
     with pytest.raises(ValueError, match="not one of"):
-        LossSpec("ppo", eps_low=0.2, eps_high=0.2)
+        LossSpec("ppo", eps_low=0.2, eps_high=0.2, cispo_cap=4.0)
     with pytest.raises(ValueError, match="advantages"):
         LossInputs(logp=torch.zeros(2, 3), gen_logp=torch.zeros(2, 3), advantages=torch.zeros(3),
                    mask=torch.ones(2, 3))

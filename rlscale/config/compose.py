@@ -6,7 +6,7 @@ fault, before any compute starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from hydra import compose, version
 from hydra._internal.hydra import Hydra
@@ -73,7 +73,7 @@ def compose_raw(overrides: Sequence[str] = (), config_name: str = "config") -> D
 def _hydra_error(err: HydraException) -> str:
     cause = err.__cause__
     if getattr(cause, "full_key", None):  # a value of the wrong type: name the field and say why
-        return f"override error: field '{cause.full_key}': {_one_line(cause)}"
+        return f"override error: {_field_error(cause.full_key, cause)}"
     return f"override error: {_one_line(err)}".replace("add --multirun to your command line", "use rlscale run -m")
 
 
@@ -95,6 +95,13 @@ def load_run_config(path: Path) -> DictConfig:
     return _typed(raw, source=str(path))
 
 
+def _field_error(key: Optional[str], err: Exception) -> str:
+    """``field 'KEY': why``; a field that older configs had says where its meaning lives now."""
+    from rlscale.config.validate import retired_problem
+
+    return retired_problem(str(key)) or f"field '{key}': {_one_line(err)}"
+
+
 def _typed(raw: DictConfig, source: str) -> DictConfig:
     from rlscale.config.validate import validate
 
@@ -103,8 +110,7 @@ def _typed(raw: DictConfig, source: str) -> DictConfig:
         cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), OmegaConf.to_container(raw))
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None)
-        raise ConfigError(f"{source}: field '{key}': {_one_line(err)}") from None
+        raise ConfigError(f"{source}: {_field_error(getattr(err, 'full_key', None), err)}") from None
     problems = validate(cfg)
     if problems:
         raise ConfigError(f"{source}: {problems[0]}")

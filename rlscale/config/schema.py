@@ -2,258 +2,280 @@
 
 Hydra composes ``rlscale/conf/config.yaml`` (the ScaleRL recipe) from one config group per design axis; the
 composed tree is merged into these dataclasses, so an unknown key or a value of the wrong type fails
-with the dotted name of the field at fault. Range checks that types cannot express live in
-``rlscale.config.validate``. Section numbers refer to "The Art of Scaling Reinforcement Learning
-Compute for LLMs" (arXiv 2510.13786).
+with the dotted name of the field at fault. The defaults here are the embedded default's values (a test
+composes config.yaml and compares it with them field by field); the files of a config group set what
+defines their option (``loss=dapo``'s clip range). Every field carries its documentation and the paper
+section it implements (``knob``); ``python -m rlscale.config.reference`` writes them, with the names each
+axis accepts (``rlscale.config.registry``), as ``docs/configuration.md``. Range checks that types cannot
+express live in ``rlscale.config.validate``. Section numbers refer to "The Art of Scaling Reinforcement
+Learning Compute for LLMs" (arXiv 2510.13786).
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
+
+from rlscale.config.registry import OFFPOLICY
+
+
+def knob(default: Any, doc: str, paper: str = "") -> Any:
+    """A schema field with its documentation and paper section (empty: no counterpart in the paper)."""
+    meta = {"doc": doc, "paper": paper}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
 class ModelConfig:
-    """The policy. ``tiny``: a small Llama built from these sizes, warmed up by a short deterministic
-    supervised phase and cached by content hash (so every variant of a sweep starts from the same
-    weights). ``hf``: a local Hugging Face checkpoint directory (``path``; ``gguf_file`` for GGUF)."""
+    """The policy: the embedded tiny Llama or a local Hugging Face checkpoint."""
 
-    name: str = "tiny"
-    path: Optional[str] = None
-    gguf_file: Optional[str] = None
-    hidden_size: int = 128
-    num_layers: int = 2
-    num_heads: int = 4
-    intermediate_size: int = 256
-    max_position_embeddings: int = 256
-    warmup_steps: int = 300
-    warmup_lr: float = 3.0e-3
-    warmup_batch: int = 64
-    warmup_correct_fraction: float = 0.2
-    dtype: str = "float32"
+    name: str = knob("tiny", "``tiny``: a small Llama built from the sizes below, warmed up by a short deterministic "
+                     "supervised phase and cached by content hash, so every variant of a sweep starts from the same "
+                     "weights; ``hf``: a local Hugging Face checkpoint (``path``)")
+    path: Optional[str] = knob(None, "hf: the checkpoint directory (or the name of a packaged GGUF model)")
+    gguf_file: Optional[str] = knob(None, "hf: the GGUF file inside ``path``, de-quantized on load")
+    hidden_size: int = knob(128, "tiny: hidden size")
+    num_layers: int = knob(2, "tiny: decoder layers")
+    num_heads: int = knob(4, "tiny: attention heads")
+    intermediate_size: int = knob(256, "tiny: MLP width")
+    max_position_embeddings: int = knob(256, "tiny: longest sequence")
+    warmup_steps: int = knob(300, "tiny: steps of the supervised warm-up")
+    warmup_lr: float = knob(3.0e-3, "tiny: learning rate of the warm-up")
+    warmup_batch: int = knob(64, "tiny: sequences per warm-up step")
+    warmup_correct_fraction: float = knob(0.2, "tiny: fraction of warm-up demonstrations with the correct answer, so "
+                                          "the warmed-up policy is right some of the time (R0 low, not zero)")
+    dtype: str = knob("float32", "parameter dtype (float32, bfloat16, float16); bf16 weights train with FP32 master "
+                      "weights")
 
 
 @dataclass
 class TaskConfig:
-    """Prompts with reference answers and a verifier. ``reasoning_gym``: any reasoning-gym task by name
-    (``dataset``); ``math``: local jsonl/parquet problems scored with Math-Verify (Section 2).
-    ``prompt_style``: ``question`` (the dataset's text) or ``expression`` (the entry's arithmetic
-    expression followed by " =", a compact prompt for the char-level tiny model).
-    ``answer_format`` (``rlscale.tasks.answer_format``): ``exact`` (the answer text as a whole, checked by
-    the task's verifier), ``tagged`` (the prompt asks for reasoning-gym's ``<answer>...</answer>``, the
-    last such tag is checked), ``math_verify`` (Math-Verify of the answer text against the reference, so
-    "The answer is 9." or ``\\boxed{9}`` scores as 9)."""
+    """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2)."""
 
-    name: str = "reasoning_gym"
-    dataset: str = "chain_sum"
-    dataset_kwargs: dict = field(default_factory=dict)
-    train_size: int = 2000
-    val_size: int = 200
-    path: Optional[str] = None
-    val_path: Optional[str] = None
-    prompt_style: str = "question"
-    prompt_key: str = "prompt"
-    answer_key: str = "answer"
-    answer_format: str = "exact"
-    seed: int = 1234
+    name: str = knob("reasoning_gym", "``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: "
+                     "local jsonl/parquet problems scored with Math-Verify", "Sec. 2")
+    dataset: str = knob("chain_sum", "reasoning_gym: the task name")
+    dataset_kwargs: dict = knob({"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1},
+                                "reasoning_gym: arguments of the task's generator (here chain_sum's: 2-4 one-digit "
+                                "terms, a difficulty mix); a preset of another task sets its own")
+    train_size: int = knob(2000, "training prompts (math: at most this many rows)")
+    val_size: int = knob(400, "held-out validation prompts; the eval is their mean pass rate", "Sec. 2")
+    path: Optional[str] = knob(None, "math: the problems file (jsonl or parquet; verl or Polaris columns)")
+    val_path: Optional[str] = knob(None, "math: a separate validation file (else ``val_size`` rows of ``path`` "
+                                   "are held out)")
+    prompt_style: str = knob("expression", "reasoning_gym: ``question`` (the dataset's text) or ``expression`` (the "
+                             "entry's arithmetic expression followed by \" =\", a compact prompt for the char-level "
+                             "tiny model)")
+    prompt_key: str = knob("prompt", "math: the prompt column")
+    answer_key: str = knob("answer", "math: the reference answer column")
+    answer_format: str = knob("exact", "how the answer is asked for and checked (``rlscale.tasks.answer_format``)",
+                              "Sec. 2")
+    seed: int = knob(1234, "seed of the task's problems and of the held-out split")
 
 
 @dataclass
 class LossConfig:
-    """Policy loss (Section 3.2). rho = pi_train / pi_generator_old per token (GSPO: per sequence).
-    grpo: clip [1-0.2, 1+0.2]; dapo: asymmetric [1-0.2, 1+0.28]; gspo: sequence ratio clipped at
-    [1-eps_low, 1+eps_high] with eps ~4e-3; cispo: sg(min(rho, eps_high)) * A * log pi, eps_max 4.
-    ``tis_cap``: truncated importance-sampling weight min(pi_train_old/pi_gen, cap) (None = off).
-    ``kl_coef``: optional k3 KL to the initial policy (the paper uses none)."""
+    """Policy loss; rho = pi_train / pi_generator_old per token (GSPO: per sequence)."""
 
-    name: str = "cispo"
-    eps_low: float = 0.0
-    eps_high: float = 4.0
-    tis_cap: Optional[float] = None
-    kl_coef: float = 0.0
+    name: str = knob("cispo", "the loss type", "Sec. 3.2")
+    eps_low: float = knob(0.2, "PPO-clip losses (grpo, dapo, gspo): rho >= 1 - eps_low; the loss group's files set "
+                          "each loss's own (grpo 0.2, dapo 0.2, gspo 4e-3); unused by cispo", "Sec. 3.2")
+    eps_high: float = knob(0.28, "PPO-clip losses (grpo, dapo, gspo): rho <= 1 + eps_high (grpo 0.2, dapo's "
+                           "clip-higher 0.28, gspo 4e-3); unused by cispo, whose cap is ``cispo_cap``", "Sec. 3.2")
+    cispo_cap: float = knob(4.0, "cispo: the cap on the importance ratio itself, sg(min(rho, cispo_cap)) (eps_max of "
+                            "the paper and of MiniMax-M1; 4, 5 and 8 did equally well)", "Sec. 3.2")
+    tis_cap: Optional[float] = knob(None, "truncated importance sampling weight min(pi_train_old / pi_gen, cap) "
+                                    "against the trainer/generator mismatch (null = off)")
+    kl_coef: float = knob(0.0, "weight of a k3 KL term to the initial policy (the paper uses none)", "Sec. 2")
 
 
 @dataclass
 class AggregationConfig:
-    """Loss aggregation (Section 3.2): prompt (ScaleRL), sample, or token average."""
+    """How per-token losses become one scalar."""
 
-    name: str = "prompt"
+    name: str = knob("prompt", "the loss aggregation", "Sec. 3.2")
 
 
 @dataclass
 class NormalizationConfig:
-    """Advantage normalization (Section 3.2): batch (ScaleRL), group (prompt-level std), none."""
+    """Advantage normalization of A_i = r_i - mean(group)."""
 
-    name: str = "batch"
-    eps: float = 1.0e-6
+    name: str = knob("batch", "the advantage normalization", "Sec. 3.2")
+    eps: float = knob(1.0e-6, "added to the std, so a zero-variance group gets advantage 0")
 
 
 @dataclass
 class PrecisionConfig:
-    """FP32 LM head on generator and trainer (ScaleRL, Section 3.2) or bf16 head."""
+    """Precision of the LM head."""
 
-    name: str = "fp32_head"
-    lm_head_fp32: bool = True
+    name: str = knob("fp32_head", "the precision option (a label; ``lm_head_fp32`` acts)", "Sec. 3.2")
+    lm_head_fp32: bool = knob(True, "compute the LM head's logits in FP32 on the generator and the trainer", "Sec. 3.2")
 
 
 @dataclass
 class FilteringConfig:
-    """Zero-variance filtering (drop prompts whose rewards are all equal from the loss, Section 3.2) and
-    DAPO dynamic sampling (resample to refill the batch; ``max_rounds`` extra generation rounds)."""
+    """Zero-variance filtering and DAPO dynamic sampling."""
 
-    name: str = "zero_variance"
-    zero_variance: bool = True
-    dynamic_sampling: bool = False
-    max_rounds: int = 3
+    name: str = knob("zero_variance", "the filtering option (a label; the two switches below act)", "Sec. 3.2")
+    zero_variance: bool = knob(True, "drop prompts whose rewards are all equal from the loss (the effective batch "
+                               "shrinks)", "Sec. 3.2")
+    dynamic_sampling: bool = knob(False, "DAPO dynamic sampling: generate again to refill the batch with prompts "
+                                  "whose rewards differ", "Sec. 3.2")
+    max_rounds: int = knob(3, "dynamic sampling: extra generation rounds per step at most")
 
 
 @dataclass
 class CurriculumConfig:
-    """No-Positive-Resampling (Section 3.2): prompts whose historical pass rate reaches ``threshold``
-    leave the pool for good. ``uniform``: the baseline's uniform resampling. ``pool_size``: the RL pool is
-    the first ``pool_size`` training prompts (0, or more than the split holds: the whole split); the policy's warm-up still
-    sees the whole split. A pool that the run goes through several times lets the curriculum act: a
-    prompt removed in epoch e is absent from epoch e + 1 on (the paper's runs cross several epochs)."""
+    """No-Positive-Resampling or uniform resampling of the training pool."""
 
-    name: str = "no_positive_resampling"
-    threshold: float = 0.9
-    pool_size: int = 0
+    name: str = knob("no_positive_resampling", "the curriculum", "Sec. 3.2")
+    threshold: float = knob(0.9, "no_positive_resampling: a prompt whose historical pass rate reaches this leaves the "
+                            "pool for good (from the next epoch on)", "Sec. 3.2")
+    pool_size: int = knob(128, "the RL pool is the first ``pool_size`` training prompts (0, or more than the split "
+                          "holds: the whole split; the tiny model's warm-up still sees the whole split). A pool that "
+                          "the run goes through several times lets the curriculum act, as over the paper's epochs")
 
 
 @dataclass
 class LengthConfig:
-    """Length control (Section 3.2). interruption: at a random think length in ``window`` the phrase
-    is appended and the answer generated (paper: [10k, 12k] of a 12,288-token think budget; here [20, 24]
-    of 24); penalty: DAPO overlong penalty on correct traces, clip((l_max - |y|) / l_cache - 1, -1, 0),
-    zero up to l_max - l_cache tokens. The paper's l_max 14k and l_cache 2k start the penalty at 12k, 84 %
-    of its 14,336-token budget (think + answer); here l_max 32 (the 24 + 8 budget) and l_cache 5 start it
-    at 27 tokens, 84 %. Checked: 0 < l_cache <= l_max <= max_think_tokens + max_answer_tokens."""
+    """Length control. The paper's budget is 12,288 think + 2,048 answer tokens; the embedded default's 24 + 8."""
 
-    name: str = "interruption"
-    window: List[int] = field(default_factory=lambda: [20, 24])
-    phrase: str = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
-    l_max: int = 32
-    l_cache: int = 5
+    name: str = knob("interruption", "the length control", "Sec. 3.2")
+    window: List[int] = knob([20, 24], "interruption: [lo, hi], the think length at which the phrase is appended, "
+                             "drawn uniformly (paper: [10k, 12k] of a 12,288-token think budget)", "Sec. 3.2")
+    phrase: str = knob("Okay, time is up. Let me stop thinking and formulate a final answer now. </think>",
+                       "interruption: the text appended before the answer is generated", "Sec. 3.2")
+    l_max: int = knob(32, "penalty: DAPO's L_max in clip((l_max - |y|) / l_cache - 1, -1, 0) on correct traces "
+                      "(paper: 14k of a 14,336-token budget; here the 32-token budget)", "Sec. 3.2")
+    l_cache: int = knob(5, "penalty: DAPO's L_cache, the penalty ramps over the last l_cache tokens before l_max "
+                        "(paper: 2k, the penalty starting at 84 % of the budget; here 5, at 27 of 32 tokens); "
+                        "0 < l_cache <= l_max <= max_think_tokens + max_answer_tokens", "Sec. 3.2")
 
 
 @dataclass
 class GenerationConfig:
-    """Sampling: think budget and answer budget in tokens (paper: 12,288 + 2,048), temperature.
-    ``think``: true | false | auto. With thinking on the assistant turn opens a ``<think>`` trace and the
-    answer is the text after ``</think>``; with it off the prompt is rendered with thinking disabled, the
-    whole completion is the answer and is truncated at ``max_answer_tokens``. auto: on for the embedded
-    model and for chat templates that know thinking (``enable_thinking`` or ``<think>``), else off
-    (``rlscale.engines.thinking``)."""
+    """Sampling budgets and temperature."""
 
-    think: Any = "auto"
-    max_think_tokens: int = 24
-    max_answer_tokens: int = 8
-    temperature: float = 1.0
+    think: Any = knob("auto", "true | false | auto: with thinking on the assistant turn opens a ``<think>`` trace "
+                      "and the answer is the text after ``</think>``; off, the prompt is rendered with thinking "
+                      "disabled and the whole completion is the answer; auto: on for the tiny model and for chat "
+                      "templates that know thinking")
+    max_think_tokens: int = knob(24, "think budget in tokens (paper: 12,288)", "Sec. 2")
+    max_answer_tokens: int = knob(8, "answer budget in tokens after the think trace (paper: 2,048)", "Sec. 2")
+    temperature: float = knob(1.0, "sampling temperature of training and eval generations")
 
 
 @dataclass
 class OffpolicyConfig:
-    """Off-policy algorithm (Section 3.1): ``pipeline`` (PipelineRL-k, ScaleRL) or ``ppo``
-    (PPO-off-policy-k: generate k batches, then k updates). k = 0 is on-policy.
+    """How generation and training interleave. Each mode has its own k: PPO-off-policy-k's k is a batch count,
+    PipelineRL-k's a bound on staleness."""
 
-    ``update_every_tokens`` (pipeline only): 0 = a generator takes new weights at its next decode step
-    after they are published, as in the paper ("as soon as an update finishes"), so which version samples
-    which token depends on timing; N > 0 = scheduled in-flight updates: a chunk issued at version v samples
-    its decode step s with version v + s // N (waiting for it), capped at the version of the step that
-    consumes the chunk. The same seed then gives the same curve, a resumed run included; the trainer keeps
-    k + 1 published copies of the policy, and checkpoints hold up to k older ones."""
+    name: str = knob("pipeline", "the off-policy algorithm", "Sec. 3.1")
+    batches_per_version: int = knob(2, "ppo: PPO-off-policy-k's k, the batches generated with one policy version "
+                                    "before k updates of one batch each, so a batch is 0..k-1 versions stale (0 or 1: "
+                                    "on-policy). Paper: 8 (4 and 8 equal); scaled down for the embedded default's "
+                                    "short runs", "Sec. 3.1")
+    max_lag: int = knob(2, "pipeline: PipelineRL-k's k, the most versions a trained token's sampling policy may lag "
+                        "the trainer: generators wait when k + 1 batches ahead (0: on-policy). Paper: 8; scaled "
+                        "down for the embedded default's short runs (at 8 a 60-step tiny run dips below R0 first)",
+                        "Sec. 3.1")
+    num_generators: int = knob(1, "pipeline: generator processes beside the trainer (on GPU machines on the GPUs "
+                                  "after the trainer's)")
+    queue_size: int = knob(4, "pipeline: finished chunks waiting for the trainer at most; a full queue stalls the "
+                           "generators")
+    update_every_tokens: int = knob(16, "pipeline: 0 = a generator takes new weights at its next decode step after "
+                                    "they are published, the paper's \"as soon as an update finishes\" (which version "
+                                    "samples which token then depends on timing); N > 0 = scheduled in-flight updates: "
+                                    "a chunk issued at version v samples decode step s with version v + s // N, so one "
+                                    "seed gives one curve, a resumed run included. On GPUs pass 0 or about the decode "
+                                    "steps a generator makes during one update", "Sec. 3.1")
 
-    name: str = "pipeline"
-    k: int = 8
-    num_generators: int = 1
-    queue_size: int = 4
-    update_every_tokens: int = 0
+
+OFFPOLICY_K = OFFPOLICY.dispatch({"pipeline": "offpolicy.max_lag", "ppo": "offpolicy.batches_per_version"})
+"""The field holding each off-policy mode's k (Sec. 3.1)."""
 
 
 @dataclass
 class BatchConfig:
-    """Prompts per update and generations per prompt (paper: 48 x 16). ``micro_batch``: sequences
-    per forward/backward in gradient accumulation (0 = whole batch)."""
+    """The batch of one update (paper: 48 prompts x 16 generations = 768 sequences)."""
 
-    prompts: int = 16
-    generations: int = 8
-    micro_batch: int = 0
+    prompts: int = knob(8, "prompts per update (paper: 48)", "Sec. 2")
+    generations: int = knob(8, "generations per prompt, the group of the advantage baseline (paper: 16)", "Sec. 2")
+    micro_batch: int = knob(0, "sequences per forward/backward in gradient accumulation (0 = the whole batch); the "
+                            "objective does not change with it")
 
 
 @dataclass
 class OptimConfig:
-    """AdamW, constant lr after linear warm-up (paper: 5e-7, eps 1e-15, wd 0.01, 100 warm-up steps;
-    scaled for the tiny model)."""
+    """AdamW with a constant learning rate after a linear warm-up (paper: lr 5e-7, eps 1e-15, weight decay 0.01,
+    100 warm-up steps)."""
 
-    lr: float = 1.0e-4
-    betas: List[float] = field(default_factory=lambda: [0.9, 0.999])
-    eps: float = 1.0e-15
-    weight_decay: float = 0.01
-    warmup_steps: int = 5
-    grad_clip: float = 1.0
+    lr: float = knob(1.0e-4, "learning rate (paper: 5e-7; scaled for the tiny model)", "Sec. 2")
+    betas: List[float] = knob([0.9, 0.999], "AdamW betas", "Sec. 2")
+    eps: float = knob(1.0e-15, "AdamW epsilon", "Sec. 2")
+    weight_decay: float = knob(0.01, "AdamW weight decay", "Sec. 2")
+    warmup_steps: int = knob(5, "steps of the linear learning-rate warm-up (paper: 100)", "Sec. 2")
+    grad_clip: float = knob(1.0, "gradient norm clip")
 
 
 @dataclass
 class EngineConfig:
-    """Backends: generator ``torch`` | ``vllm``; learner ``torch`` | ``deepspeed`` (ZeRO ``zero_stage``).
-    ``device``: auto | cpu | cuda; ``threads``: torch intra-op threads of the run (0 = leave
-    as is); PipelineRL on CPU shares them equally between the trainer and its generator processes.
-    ``compile``: on CUDA, torch.compile the torch learner's forward and backward and the torch
-    generator's per-layer decode work (element-wise chains fused around the GEMMs); no effect on CPU."""
+    """Backends of the generator and the learner."""
 
-    generator: str = "torch"
-    learner: str = "torch"
-    zero_stage: int = 2
-    device: str = "auto"
-    threads: int = 0
-    compile: bool = True
+    generator: str = knob("torch", "the generator backend")
+    learner: str = knob("torch", "the learner backend")
+    zero_stage: int = knob(2, "deepspeed: the ZeRO stage")
+    device: str = knob("auto", "where the run computes")
+    threads: int = knob(0, "torch intra-op threads of the run (0 = leave as is); PipelineRL on CPU shares them "
+                        "equally between the trainer and its generator processes")
+    compile: bool = knob(True, "on CUDA, torch.compile the torch learner's forward and backward and the torch "
+                         "generator's per-layer decode work; no effect on CPU")
 
 
 @dataclass
 class TrainerConfig:
-    """Loop length and cadence. Eval: mean pass rate on the held-out split, ``eval_samples`` samples
-    per prompt (paper: 16), at step 0 and every ``eval_every`` steps. Rewards +1/-1 (Section 2).
-    ``eval_samples_logged``: completions of each eval written to the run's samples.jsonl (0 = none)."""
+    """Loop length and cadence."""
 
-    max_steps: int = 60
-    eval_every: int = 6
-    eval_samples: int = 1
-    eval_samples_logged: int = 4
-    checkpoint_every: int = 10
-    truncation_warn: float = 0.10
+    max_steps: int = knob(60, "optimizer steps of the run")
+    eval_every: int = knob(6, "steps between evals of the held-out split (and at step 0) (paper: every 100)", "Sec. 2")
+    eval_samples: int = knob(1, "samples per held-out prompt in an eval (paper: 16)", "Sec. 2")
+    eval_samples_logged: int = knob(4, "completions of each eval written to the run's samples.jsonl (0 = none)")
+    checkpoint_every: int = knob(10, "steps between checkpoints")
+    truncation_warn: float = knob(0.10, "warn when the truncation rate of a batch exceeds this (the paper saw "
+                                  "10-15 % destabilize runs)", "Sec. 3.2")
 
 
 @dataclass
 class LauncherConfig:
-    """Where sweep variants run: ``local`` (submitit local executor) or ``slurm`` (submitit job arrays,
-    or the generated sbatch scripts)."""
+    """Where sweep variants run."""
 
-    name: str = "local"
-    max_parallel: int = 0
-    partition: Optional[str] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    gpus_per_node: int = 0
-    cpus_per_task: int = 1
-    mem_gb: float = 4.0
-    timeout_min: int = 60
-    array_parallelism: int = 16
-    signal_delay_s: int = 60
-    extra_sbatch: dict = field(default_factory=dict)
-    setup: List[str] = field(default_factory=list)
+    name: str = knob("local", "the launcher")
+    max_parallel: int = knob(0, "local: runs at once (0 = as many lanes as the machine's GPUs or cores allow)")
+    partition: Optional[str] = knob(None, "slurm: partition")
+    account: Optional[str] = knob(None, "slurm: account")
+    qos: Optional[str] = knob(None, "slurm: quality of service")
+    gpus_per_node: int = knob(0, "slurm: GPUs per job")
+    cpus_per_task: int = knob(1, "slurm: CPUs per job")
+    mem_gb: float = knob(4.0, "slurm: memory per job in GB")
+    timeout_min: int = knob(60, "slurm: time limit of a job in minutes")
+    array_parallelism: int = knob(16, "slurm: jobs of one array running at once")
+    signal_delay_s: int = knob(60, "slurm: seconds before the time limit at which a job is signalled; its run is "
+                               "marked preempted, requeued and resumes from its checkpoint")
+    extra_sbatch: dict = knob({}, "slurm: further sbatch options, name -> value")
+    setup: List[str] = knob([], "slurm: shell lines run before each job (module loads, venv activation)")
 
 
 @dataclass
 class LoggerConfig:
-    """Experiment tracking: every metrics.jsonl line is mirrored to ``none`` | ``tensorboard`` | ``wandb``
-    | ``mlflow`` (rlscale.tracking). ``dir``: TensorBoard's log folder or MLflow's tracking URI (default:
-    ``tensorboard/`` or ``mlruns/`` in the run folder); ``project``: the W&B project or MLflow experiment;
-    ``mode``: W&B's mode, ``offline`` unless set to ``online``."""
+    """Experiment tracking: every metrics.jsonl line mirrored to a tracker (``rlscale.tracking``)."""
 
-    name: str = "none"
-    dir: Optional[str] = None
-    project: str = "rlscale"
-    mode: str = "offline"
+    name: str = knob("none", "the tracker")
+    dir: Optional[str] = knob(None, "TensorBoard's log folder or MLflow's tracking URI (default: tensorboard/ or "
+                              "mlruns/ in the run folder)")
+    project: str = knob("rlscale", "the W&B project or MLflow experiment")
+    mode: str = knob("offline", "W&B's mode")
 
 
 @dataclass
@@ -277,8 +299,9 @@ class RunConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
-    seed: int = 0
-    sweep: str = "default"
-    variant: str = "run"
-    out: str = "results/${sweep}/${variant}"  # a sweep writes <sweep>/<run>, relative to its results root
-    cache_dir: str = "~/.cache/rlscale"
+    seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling")
+    sweep: str = knob("default", "the sweep the run belongs to (its results folder)")
+    variant: str = knob("run", "the run's name within its sweep")
+    out: str = knob("results/${sweep}/${variant}", "the run folder; a sweep writes ``<sweep>/<run>`` relative to its "
+                    "results root")
+    cache_dir: str = knob("~/.cache/rlscale", "where warmed-up tiny models and compile caches are kept")

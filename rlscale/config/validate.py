@@ -3,42 +3,35 @@ starts with the dotted field name."""
 from __future__ import annotations
 
 import math
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from omegaconf import DictConfig, ListConfig
 
+from rlscale.config.registry import AXES
+from rlscale.config.schema import OFFPOLICY_K, LossConfig
 from rlscale.results.names import name_problem
 
-from rlscale.tasks.answer_format import ANSWER_FORMATS
-
-CHOICES = {
-    "loss.name": ("grpo", "dapo", "gspo", "cispo"),
-    "aggregation.name": ("prompt", "sample", "token"),
-    "normalization.name": ("batch", "group", "none"),
-    "curriculum.name": ("no_positive_resampling", "uniform"),
-    "length.name": ("interruption", "penalty", "none"),
-    "offpolicy.name": ("pipeline", "ppo"),
-    "model.name": ("tiny", "hf"),
-    "task.name": ("reasoning_gym", "math"),
-    "engine.generator": ("torch", "vllm"),
-    "engine.learner": ("torch", "deepspeed"),
-    "engine.device": ("auto", "cpu", "cuda"),
-    "launcher.name": ("local", "slurm"),
-    "logger.name": ("none", "tensorboard", "wandb", "mlflow"),
-    "logger.mode": ("offline", "online", "disabled"),
-    "task.answer_format": ANSWER_FORMATS,
+RETIRED = {  # fields of older configs whose meaning was split: one line saying where each meaning lives now
+    "offpolicy.k": f"split by mode (Sec. 3.1): PipelineRL-k's bound on staleness is {OFFPOLICY_K['pipeline']}, "
+                   f"PPO-off-policy-k's batches per policy version {OFFPOLICY_K['ppo']}",
 }
 
 POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",
             "trainer.checkpoint_every", "generation.max_think_tokens", "generation.max_answer_tokens",
             "task.train_size", "task.val_size", "optim.lr", "model.hidden_size", "model.num_layers",
-            "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size", "launcher.cpus_per_task",
-            "launcher.mem_gb", "launcher.timeout_min", "launcher.signal_delay_s", "launcher.array_parallelism")
-NON_NEGATIVE = ("batch.micro_batch", "offpolicy.k", "offpolicy.update_every_tokens", "optim.weight_decay",
-                "optim.warmup_steps", "loss.eps_low", "loss.kl_coef", "filtering.max_rounds", "engine.threads",
-                "curriculum.pool_size", "launcher.gpus_per_node", "launcher.max_parallel", "seed",
-                "trainer.eval_samples_logged")
+            "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size", "loss.cispo_cap",
+            "launcher.cpus_per_task", "launcher.mem_gb", "launcher.timeout_min", "launcher.signal_delay_s",
+            "launcher.array_parallelism")
+NON_NEGATIVE = ("batch.micro_batch", "offpolicy.max_lag", "offpolicy.batches_per_version",
+                "offpolicy.update_every_tokens", "optim.weight_decay", "optim.warmup_steps", "loss.eps_low",
+                "loss.kl_coef", "filtering.max_rounds", "engine.threads", "curriculum.pool_size",
+                "launcher.gpus_per_node", "launcher.max_parallel", "seed", "trainer.eval_samples_logged")
 NAMES = ("sweep", "variant")  # they name the run's folder results/<sweep>/<variant>
+
+
+def retired_problem(dotted: str) -> Optional[str]:
+    """The one-line complaint about a field that older configs had, None for any other key."""
+    return f"field '{dotted}': {RETIRED[dotted]}" if dotted in RETIRED else None
 
 
 def _get(cfg: DictConfig, dotted: str):
@@ -53,10 +46,7 @@ def validate(cfg: DictConfig) -> List[str]:
     problems: List[str] = [f"field '{key}': must be a finite number, got {value}" for key, value in _floats(cfg)
                            if not math.isfinite(value)]
     problems += [f"field '{key}': {problem}" for key in NAMES if (problem := name_problem(cfg[key]))]
-    for key, allowed in CHOICES.items():
-        value = _get(cfg, key)
-        if value not in allowed:
-            problems.append(f"field '{key}': '{value}' is not one of {', '.join(allowed)}")
+    problems += [problem for axis in AXES if (problem := axis.problem(_get(cfg, axis.field)))]
     for key in POSITIVE:
         if not _get(cfg, key) > 0:
             problems.append(f"field '{key}': must be > 0, got {_get(cfg, key)}")
@@ -72,6 +62,9 @@ def validate(cfg: DictConfig) -> List[str]:
         problems.append(f"field 'loss.eps_low': must be in [0, 1) for {cfg.loss.name}, got {cfg.loss.eps_low}")
     if not cfg.loss.eps_high > 0:
         problems.append(f"field 'loss.eps_high': must be > 0, got {cfg.loss.eps_high}")
+    if cfg.loss.name == "cispo" and cfg.loss.eps_high != LossConfig.eps_high:
+        problems.append(f"field 'loss.eps_high': {cfg.loss.eps_high} with loss cispo; eps_high is the PPO-clip bound "
+                        "1 + eps_high, unused by cispo, whose ratio cap is loss.cispo_cap")
     if cfg.loss.tis_cap is not None and cfg.loss.tis_cap <= 0:
         problems.append(f"field 'loss.tis_cap': must be > 0 or null, got {cfg.loss.tis_cap}")
     if not 0 < cfg.curriculum.threshold <= 1:

@@ -1,17 +1,16 @@
 """Pure tensor math of the RL objective: advantages, policy losses, aggregation, filters, length
 control. No I/O, no globals. Section numbers refer to ScaleRL (arXiv 2510.13786)."""
-from rlscale.rl.advantages import NORMALIZATIONS, Normalization, compute_advantages
-from rlscale.rl.aggregation import AGGREGATIONS, AggregationMode, aggregation_weights
+from rlscale.rl.advantages import compute_advantages
+from rlscale.rl.aggregation import aggregation_weights
 from rlscale.rl.filters import (NoPositiveResamplingPool, PoolExhausted, select_groups_with_signal,
                                 zero_variance_keep)
 from rlscale.rl.groups import Groups
 from rlscale.rl.length import dapo_length_penalty, interruption_length
-from rlscale.rl.losses import (LOSS_NAMES, LossInputs, LossName, LossOutputs, LossSpec, k3_kl,
+from rlscale.rl.losses import (LossInputs, LossOutputs, LossSpec, k3_kl,
                                policy_loss, sequence_log_ratio, truncated_is_weight)
 
 __all__ = [
-    "AGGREGATIONS", "AggregationMode", "Groups", "LOSS_NAMES", "LossInputs", "LossName", "LossOutputs",
-    "LossSpec", "NORMALIZATIONS", "NoPositiveResamplingPool", "Normalization", "PoolExhausted",
+    "Groups", "LossInputs", "LossOutputs", "LossSpec", "NoPositiveResamplingPool", "PoolExhausted",
     "aggregation_weights", "compute_advantages", "dapo_length_penalty", "interruption_length", "k3_kl",
     "policy_loss", "select_groups_with_signal", "sequence_log_ratio", "truncated_is_weight",
     "zero_variance_keep",

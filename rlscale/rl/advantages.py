@@ -18,14 +18,25 @@ the loss only (e.g. after zero-variance filtering), pass only those.
 """
 from __future__ import annotations
 
-from typing import Literal
-
 from torch import Tensor
 
+from rlscale.config.registry import NORMALIZATION
 from rlscale.rl.groups import Groups
 
-Normalization = Literal["batch", "group", "none"]
-NORMALIZATIONS: tuple[str, ...] = ("batch", "group", "none")
+
+def _by_group(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+    return centered / (groups.mean(centered.square()).sqrt()[groups.index] + eps)
+
+
+def _by_batch(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+    return centered / (centered.std(unbiased=False) + eps)
+
+
+def _unscaled(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+    return centered
+
+
+_NORMALIZE = NORMALIZATION.dispatch({"batch": _by_batch, "group": _by_group, "none": _unscaled})
 
 
 def compute_advantages(rewards: Tensor, group_ids: Tensor, normalization: str,
@@ -34,19 +45,13 @@ def compute_advantages(rewards: Tensor, group_ids: Tensor, normalization: str,
 
     rewards:       [N] float, one scalar reward per sequence.
     group_ids:     [N] long, the prompt group of each sequence.
-    normalization: "batch" | "group" | "none" (see the module docstring).
+    normalization: one of ``rlscale.config.registry.NORMALIZATION`` (see the module docstring).
     Returns [N], the dtype and device of ``rewards``.
     """
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization '{normalization}' is not one of {', '.join(NORMALIZATIONS)}")
+    NORMALIZATION.check(normalization)
     if rewards.shape != group_ids.shape or rewards.dim() != 1:
         raise ValueError(f"rewards {tuple(rewards.shape)} and group_ids {tuple(group_ids.shape)} must both "
                          "be [N]")
     groups = Groups.of(group_ids)
     centered = rewards - groups.mean(rewards)[groups.index]
-    if normalization == "group":
-        group_std = groups.mean(centered.square()).sqrt()
-        return centered / (group_std[groups.index] + eps)
-    if normalization == "batch":
-        return centered / (centered.std(unbiased=False) + eps)
-    return centered
+    return _NORMALIZE[normalization](centered, groups, eps)

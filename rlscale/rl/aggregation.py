@@ -18,15 +18,11 @@ zero weight and count in no denominator; a batch with no masked token gets W = 0
 """
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Callable, Literal, Mapping
-
 import torch
 from torch import Tensor
 
+from rlscale.config.registry import AGGREGATION
 from rlscale.rl.groups import Groups
-
-AggregationMode = Literal["prompt", "sample", "token"]
 
 
 def _token_denominator(lengths: Tensor, groups: Groups) -> Tensor:
@@ -42,12 +38,11 @@ def _prompt_denominator(lengths: Tensor, groups: Groups) -> Tensor:
     return group_lengths[groups.index] * (group_lengths > 0).sum()
 
 
-_DENOMINATORS: Mapping[str, Callable[[Tensor, Groups], Tensor]] = MappingProxyType({
+_DENOMINATORS = AGGREGATION.dispatch({
     "prompt": _prompt_denominator,
     "sample": _sample_denominator,
     "token": _token_denominator,
 })
-AGGREGATIONS: tuple[str, ...] = tuple(_DENOMINATORS)
 
 
 def aggregation_weights(mask: Tensor, group_ids: Tensor, mode: str) -> Tensor:
@@ -55,11 +50,10 @@ def aggregation_weights(mask: Tensor, group_ids: Tensor, mode: str) -> Tensor:
 
     mask:      [N, T] float, 1 = token in the loss.
     group_ids: [N] long, the prompt group of each sequence.
-    mode:      "prompt" | "sample" | "token".
+    mode:      one of ``rlscale.config.registry.AGGREGATION``.
     Returns [N, T], the dtype and device of ``mask``, no grad.
     """
-    if mode not in _DENOMINATORS:
-        raise ValueError(f"aggregation '{mode}' is not one of {', '.join(AGGREGATIONS)}")
+    AGGREGATION.check(mode)
     if mask.dim() != 2 or group_ids.shape != mask.shape[:1]:
         raise ValueError(f"mask must be [N, T] and group_ids [N], got {tuple(mask.shape)} and "
                          f"{tuple(group_ids.shape)}")

@@ -17,9 +17,10 @@ not, and get neither loss nor gradient.
   s_it = sg(s_i) * pi(y_it) / sg(pi(y_it)): its value is s_i, its gradient flows through each token's
   log-prob. With sample aggregation this is exactly GSPO's sequence objective. The paper's working
   clip scale is eps ~ 4e-3.
-- cispo: -sg(min(rho, eps_high)) A log pi(y_it) (MiniMax-M1's CISPO, ScaleRL's choice): the ratio is
-  truncated from above at eps_high (the ratio itself, e.g. 4, not 1 + eps) and carries no gradient;
-  the gradient flows only through log pi. There is no lower clip (lower bound 0): eps_low is unused.
+- cispo: -sg(min(rho, cispo_cap)) A log pi(y_it) (MiniMax-M1's CISPO, ScaleRL's choice): the ratio is
+  truncated from above at cispo_cap (the ratio itself, e.g. 4, not 1 + eps) and carries no gradient;
+  the gradient flows only through log pi. There is no lower clip (lower bound 0): eps_low and eps_high
+  are unused.
 
 Corrections applied on top of any loss, per token:
 - ``tis_cap``: truncated importance sampling (TIS) for the trainer/generator mismatch, as Yao et al. 2025
@@ -35,13 +36,12 @@ Corrections applied on top of any loss, per token:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Callable, Literal, Mapping, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor
 
-LossName = Literal["grpo", "dapo", "gspo", "cispo"]
+from rlscale.config.registry import LOSS
 
 
 @dataclass(frozen=True)
@@ -80,22 +80,23 @@ class LossInputs:
 class LossSpec:
     """Which loss and its knobs; field names match ``rlscale.config.schema.LossConfig``.
 
-    name:     "grpo" | "dapo" | "gspo" | "cispo".
-    eps_low:  lower clip, ratio >= 1 - eps_low (grpo, dapo, gspo; unused by cispo).
-    eps_high: upper clip, ratio <= 1 + eps_high (grpo, dapo, gspo); cispo's cap on the ratio itself.
-    tis_cap:  truncated-IS cap on pi_old / pi_gen (the learner's old policy over the generator's), None = off.
-    kl_coef:  weight of the k3 KL term to ``ref_logp``, 0 = off.
+    name:      one of ``rlscale.config.registry.LOSS``.
+    eps_low:   lower clip, ratio >= 1 - eps_low (grpo, dapo, gspo; unused by cispo).
+    eps_high:  upper clip, ratio <= 1 + eps_high (grpo, dapo, gspo; unused by cispo).
+    cispo_cap: cispo's cap on the ratio itself (unused by the others).
+    tis_cap:   truncated-IS cap on pi_old / pi_gen (the learner's old policy over the generator's), None = off.
+    kl_coef:   weight of the k3 KL term to ``ref_logp``, 0 = off.
     """
 
     name: str
     eps_low: float
     eps_high: float
+    cispo_cap: float
     tis_cap: Optional[float] = None
     kl_coef: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.name not in _LOSSES:
-            raise ValueError(f"loss '{self.name}' is not one of {', '.join(LOSS_NAMES)}")
+        LOSS.check(self.name)
         if self.tis_cap is not None and not self.tis_cap > 0:
             raise ValueError(f"tis_cap must be > 0 or None, got {self.tis_cap}")
         if self.kl_coef < 0:
@@ -159,20 +160,19 @@ def _gspo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
 
 
 def _cispo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
-    """cispo: -sg(min(rho, eps_high)) A log pi."""
+    """cispo: -sg(min(rho, cispo_cap)) A log pi."""
     ratio = tokens.log_ratio.detach().exp()
-    weight = ratio.clamp(max=spec.eps_high)
+    weight = ratio.clamp(max=spec.cispo_cap)
     return _PolicyTerm(loss=-weight * tokens.advantages * tokens.logp, ratio=ratio,
-                       clipped=ratio > spec.eps_high)
+                       clipped=ratio > spec.cispo_cap)
 
 
-_LOSSES: Mapping[str, Callable[[_Tokens, LossSpec], _PolicyTerm]] = MappingProxyType({
+_LOSSES = LOSS.dispatch({
     "grpo": _token_ppo,
     "dapo": _token_ppo,
     "gspo": _gspo,
     "cispo": _cispo,
 })
-LOSS_NAMES: tuple[str, ...] = tuple(_LOSSES)
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:

@@ -15,22 +15,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
+from rlscale.config.registry import ANSWER_FORMAT
 from rlscale.tasks.base import Demonstration, Problem, Task
 
-ANSWER_FORMATS = ("exact", "tagged", "math_verify")
 TAGGED_INSTRUCTION = ("Provide the final answer in the following format: <answer>answer here</answer>. "
                       "Do not explain your reasoning inside the answer tags, provide only the final answer.")
 
 
 @dataclass(frozen=True)
 class AnswerFormat:
-    """One of ``ANSWER_FORMATS``: what the prompt asks for and which part of the answer text is checked."""
+    """One of ``rlscale.config.registry.ANSWER_FORMAT``: what the prompt asks for and which part of the answer
+    text is checked."""
 
     name: str
 
     def __post_init__(self):
-        if self.name not in ANSWER_FORMATS:
-            raise ValueError(f"task.answer_format='{self.name}': expected one of {', '.join(ANSWER_FORMATS)}")
+        ANSWER_FORMAT.check(self.name)
 
     def prompt(self, question: str) -> str:
         return f"{question}\n\n{TAGGED_INSTRUCTION}" if self.name == "tagged" else question

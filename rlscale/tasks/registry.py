@@ -2,18 +2,18 @@
 Section 2) or ``reasoning_gym`` (procedural tasks with their own verifiers)."""
 from __future__ import annotations
 
+from rlscale.config.registry import TASK
 from rlscale.config.schema import TaskConfig
 from rlscale.tasks.base import Task
 
 
 def build_task(cfg: TaskConfig) -> Task:
     """The Task named by ``cfg.name``; each backend is imported only when chosen."""
+    TASK.check(cfg.name)
     if cfg.name == "math":
         from rlscale.tasks.math import MathTask
 
         return MathTask(cfg)
-    if cfg.name == "reasoning_gym":
-        from rlscale.tasks.reasoning_gym import ReasoningGymTask
+    from rlscale.tasks.reasoning_gym import ReasoningGymTask
 
-        return ReasoningGymTask(cfg)
-    raise ValueError(f"task.name='{cfg.name}': expected 'math' or 'reasoning_gym'")
+    return ReasoningGymTask(cfg)

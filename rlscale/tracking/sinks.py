@@ -10,6 +10,8 @@ from typing import Dict, Optional, Protocol
 
 from omegaconf import DictConfig
 
+from rlscale.config.registry import LOGGER
+
 
 class TrackerMissing(RuntimeError):
     """``logger=NAME`` without the NAME package installed; the message says what to install."""
@@ -93,13 +95,19 @@ def _plain(cfg: DictConfig) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
+def _tensorboard(cfg: DictConfig, run_dir: Path) -> TensorBoardSink:
+    return TensorBoardSink(Path(cfg.logger.dir) if cfg.logger.dir else Path(run_dir) / "tensorboard")
+
+
+def _no_tracker(cfg: DictConfig, run_dir: Path) -> None:
+    return None
+
+
+_TRACKERS = LOGGER.dispatch({"none": _no_tracker, "tensorboard": _tensorboard, "wandb": WandbSink,
+                             "mlflow": MlflowSink})
+
+
 def open_tracker(cfg: DictConfig, run_dir: Path) -> Optional[MetricsSink]:
     """The tracker ``cfg.logger`` names, or None for ``logger=none``."""
-    name = cfg.logger.name
-    if name == "tensorboard":
-        return TensorBoardSink(Path(cfg.logger.dir) if cfg.logger.dir else Path(run_dir) / "tensorboard")
-    if name == "wandb":
-        return WandbSink(cfg, Path(run_dir))
-    if name == "mlflow":
-        return MlflowSink(cfg, Path(run_dir))
-    return None
+    LOGGER.check(cfg.logger.name)
+    return _TRACKERS[cfg.logger.name](cfg, Path(run_dir))

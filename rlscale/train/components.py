@@ -140,7 +140,7 @@ def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) 
         from rlscale.train.pipeline import PipelineSource
 
         return PipelineSource(cfg, sampler, model, run_dir)
-    return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.k)
+    return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version)
 
 
 def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:

@@ -96,7 +96,7 @@ class PipelineSource:
         self.sampler = sampler
         self.model = model
         self.prompts = cfg.batch.prompts
-        self.k = off.k
+        self.k = off.max_lag
         self.scheduled = off.update_every_tokens > 0
         self.chunk = math.ceil(self.prompts / off.num_generators)
         self.seed = cfg.seed

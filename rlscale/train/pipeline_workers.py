@@ -199,7 +199,7 @@ class GeneratorPool:
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload([__name__, type(model).__module__])  # the server imports these once
         off = spec.cfg.offpolicy
-        self.shared = SharedWeights(model, ctx, slots=off.k + 1 if off.update_every_tokens else 1)
+        self.shared = SharedWeights(model, ctx, slots=off.max_lag + 1 if off.update_every_tokens else 1)
         self.requests = ctx.Queue()
         self.results = ctx.Queue(maxsize=queue_size)
         self.status = GeneratorStatus(ctx, len(devices))

@@ -1,0 +1,86 @@
+"""One registry per axis (rlscale.config.registry): the files of each config group, validation, the dispatch
+tables of the code and ``rlscale run --help`` name the same options."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from typer.testing import CliRunner
+
+from rlscale.cli import app
+from rlscale.config import ConfigError, compose_run_config
+from rlscale.config.compose import compose_raw
+from rlscale.config.registry import AXES, BY_FIELD, LOSS
+from rlscale.paths import CONF_DIR, PACKAGE_DIR
+from rlscale.rl import LossSpec, aggregation_weights, compute_advantages
+from rlscale.tasks.answer_format import AnswerFormat
+
+GROUPED = [axis for axis in AXES if axis.group]
+
+
+def selected(group: str, option: str, dotted: str):
+    """The value of ``dotted`` that ``group=option`` composes."""
+    return OmegaConf.select(compose_raw([f"{group}={option}"]), dotted)
+
+
+@pytest.mark.parametrize("axis", GROUPED, ids=lambda axis: axis.field)
+def test_each_group_offers_exactly_the_registry_names(axis):
+    options = sorted(p.stem for p in (CONF_DIR / axis.group).glob("*.yaml"))
+    values = {option: selected(axis.group, option, axis.field) for option in options}
+    assert set(values.values()) == set(axis.names)
+    if not axis.presets:  # loss=dapo selects loss.name=dapo
+        assert [option for option, value in values.items() if option != value] == []
+
+
+def test_every_config_group_is_an_axis_of_the_registry():
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}
+    assert groups == {axis.group for axis in GROUPED} | {"batch"}  # batch: one option, the schema's sizes
+
+
+@pytest.mark.parametrize("axis", AXES, ids=lambda axis: axis.field)
+def test_a_name_outside_the_registry_fails_naming_the_field_and_the_names(axis):
+    with pytest.raises(ConfigError) as err:
+        compose_run_config([f"{axis.field}=bogus"])
+    message = str(err.value)
+    assert f"field '{axis.field}': 'bogus' is not one of {', '.join(axis.names)}" in message
+    assert "\n" not in message
+
+
+def test_the_dispatch_tables_read_the_registry():
+    with pytest.raises(TypeError, match=r"loss.name: the implementations \['cispo'\] are not the names"):
+        LOSS.dispatch({"cispo": None})
+    one = torch.ones(2, 3)
+    for call, field in ((lambda: LossSpec("ppo", 0.2, 0.2, 4.0), "loss.name"),
+                        (lambda: aggregation_weights(one, torch.tensor([0, 0]), "mean"), "aggregation.name"),
+                        (lambda: compute_advantages(torch.ones(2), torch.tensor([0, 0]), "std"), "normalization.name"),
+                        (lambda: AnswerFormat("boxed"), "task.answer_format")):
+        with pytest.raises(ValueError, match=f"^field '{field}': '[a-z]+' is not one of "):
+            call()
+
+
+COMPARED = re.compile(r"\b(?P<owner>\w+?)(?:_cfg)?\.(?P<key>name|generator|learner|device)\s*(?:==|!=|not in|in)\s*"
+                      r"(?P<values>\([^)]*\)|\"\w+\")")
+
+
+def test_every_name_the_code_compares_a_choice_with_is_a_registry_name():
+    """Code that branches on a choice (``cfg.length.name == "penalty"``) names an option of the registry."""
+    compared = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        for m in COMPARED.finditer(path.read_text()):
+            owner = "task" if m["owner"] == "format" else m["owner"]
+            field = f"{owner}.{'answer_format' if m['owner'] == 'format' else m['key']}"
+            if field in BY_FIELD:
+                compared += [(f"{path.relative_to(PACKAGE_DIR)}: {field}", value)
+                             for value in re.findall(r'"(\w+)"', m["values"])]
+    assert len(compared) > 15
+    assert [(where, value) for where, value in compared if value not in BY_FIELD[where.split(": ")[1]].names] == []
+
+
+def test_run_and_sweep_help_list_every_axis():
+    for command in ("run", "sweep"):
+        text = " ".join(CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output.split())
+        for axis in AXES:
+            picked = axis.group if axis.group and not axis.presets else axis.field
+            assert f"{picked}={'|'.join(axis.names)}" in text
