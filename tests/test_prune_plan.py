@@ -80,7 +80,8 @@ def test_pruning_block_errors_name_the_field():
 
 def _sweep_folder(root: Path, specs, seeds: int, x_max: float) -> SweepRecord:
     """Run folders with synthetic metrics up to ``x_max`` (eval every 200 GPU-h = 1 step), status and
-    config.yaml (max_steps 80 = 16k GPU-h, eval_every 1)."""
+    config.yaml (max_steps 80 = 16k GPU-h, eval_every 1); the record stores each run folder relative to the
+    sweep folder ``root``, as ``rlscale sweep`` does (run_dir = the run's name)."""
     curves, spec = sweep_curves(specs, seeds, np.random.default_rng(7), LooNoise(x_max=x_max))
     variants = []
     for c, v in zip(curves, spec["variants"]):
@@ -90,12 +91,13 @@ def _sweep_folder(root: Path, specs, seeds: int, x_max: float) -> SweepRecord:
         (run_dir / "config.yaml").write_text(f"seed: {c.seed}\n{trainer}\n")
         write_status(run_dir, RunState.PENDING, "paused")
         variants.append(VariantRecord(name=v["name"], run=v["run"], config="config", overrides=[], axis=v["axis"],
-                                      seed=c.seed, run_dir=str(run_dir)))
+                                      seed=c.seed, run_dir=v["run"]))
     return SweepRecord(name="sweep", kind="grid", base="scalerl", launcher="local", spec="", seeds=seeds,
                        overrides=[], variants=variants)
 
 
-def test_sweep_decides_a_rung_once_every_run_reached_it_and_requests_the_stops(tmp_path):
+def test_sweep_decides_a_rung_once_every_run_reached_it_and_requests_the_stops(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path.parent)  # run folders resolve against the sweep folder, not the working directory
     specs = {"scalerl": TABLE1["scalerl"], "scout_moe": TABLE1["scout_moe"], "gens_8": TABLE1["gens_8"]}
     config = PruningConfig(rungs=(0.25, 0.5), n_boot=50)
     record = _sweep_folder(tmp_path, specs, 2, 8000.0)  # every run at step 40 = 50 %
@@ -104,7 +106,7 @@ def test_sweep_decides_a_rung_once_every_run_reached_it_and_requests_the_stops(t
     stopped = set(state.pruned)
     assert "scout_moe" not in stopped and {"scalerl", "gens_8"} <= stopped
     for v in record.variants:
-        assert (Path(v.run_dir) / PRUNE_REQUEST).exists() == (v.name in stopped)
+        assert (tmp_path / v.run_dir / PRUNE_REQUEST).exists() == (v.name in stopped)
     # saved: the planned steps after step 40 of the 4 pruned runs, of 6 x 80
     assert state.saved_steps == 4 * 40 and state.saved_fraction == pytest.approx(160 / 480)
     assert json.loads((tmp_path / "pruning.json").read_text())["rungs"][1]["pruned"] == state.rungs[1].pruned
@@ -113,20 +115,21 @@ def test_sweep_decides_a_rung_once_every_run_reached_it_and_requests_the_stops(t
 
 def test_sweep_waits_for_the_slowest_run(tmp_path):
     record = _sweep_folder(tmp_path, {"scalerl": TABLE1["scalerl"], "gens_8": TABLE1["gens_8"]}, 1, 8000.0)
-    lines = (Path(record.variants[1].run_dir) / "metrics.jsonl").read_text().splitlines()
-    (Path(record.variants[1].run_dir) / "metrics.jsonl").write_text("\n".join(lines[:2 * 15]) + "\n")  # step 14
+    metrics = tmp_path / record.variants[1].run_dir / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    metrics.write_text("\n".join(lines[:2 * 15]) + "\n")  # step 14
     assert advance(tmp_path, record, PruningConfig(n_boot=20)).rungs == []
 
 
 def test_a_pruned_run_is_fitted_flagged_and_left_out_of_the_comparison(tmp_path):
     specs = {"scalerl": TABLE1["scalerl"], "gens_8": TABLE1["gens_8"]}
     record = _sweep_folder(tmp_path / "sweep", specs, 1, 16000.0)
-    pruned = Path(record.variants[1].run_dir)
+    pruned = tmp_path / "sweep" / record.variants[1].run_dir
     lines = (pruned / "metrics.jsonl").read_text().splitlines()
     (pruned / "metrics.jsonl").write_text("\n".join(lines[:2 * 41]) + "\n")
     write_status(pruned, RunState.PRUNED, "pruned at 50 %")
     for v in record.variants[:1]:
-        write_status(Path(v.run_dir), RunState.DONE)
+        write_status(tmp_path / "sweep" / v.run_dir, RunState.DONE)
     results = fit_results(tmp_path, FitSettings(n_boot=20))
     status = {r.variant: r.status for r in results.runs}
     assert status == {"scalerl": "ok", "gens_8": "pruned"}

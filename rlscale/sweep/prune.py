@@ -37,6 +37,7 @@ from rlscale.results import atomic_write_json, read_metrics, read_status
 from rlscale.results.metrics import is_finite_number
 from rlscale.results.status import PRUNE_REQUEST, RunState
 from rlscale.sweep.spec import SpecError
+from rlscale.sweep.state import run_path
 
 PRUNING_JSON = "pruning.json"
 STOPPED = (RunState.FAILED.value, RunState.DIVERGED.value)
@@ -105,12 +106,14 @@ def rung_of(run_dir: Path, fraction: float) -> int:
     return rung_step(fraction, int(cfg.trainer.max_steps), int(cfg.trainer.eval_every))
 
 
-def sweep_runs(record) -> List[SweepRun]:
-    """The runs of a sweep record with their planned steps and eval interval (from config.yaml)."""
+def sweep_runs(sweep_dir: Path, record) -> List[SweepRun]:
+    """The runs of a sweep record with their planned steps and eval interval (from config.yaml); run folders
+    are stored relative to the sweep folder (rlscale.sweep.state.run_path)."""
     out = []
     for v in record.variants:
-        cfg = OmegaConf.load(Path(v.run_dir) / "config.yaml")
-        out.append(SweepRun(run=v.run, variant=v.name, seed=v.seed, run_dir=Path(v.run_dir),
+        run_dir = run_path(sweep_dir, v)
+        cfg = OmegaConf.load(run_dir / "config.yaml")
+        out.append(SweepRun(run=v.run, variant=v.name, seed=v.seed, run_dir=run_dir,
                             max_steps=int(cfg.trainer.max_steps), eval_every=int(cfg.trainer.eval_every)))
     return out
 
@@ -195,7 +198,7 @@ def advance(sweep_dir: Path, record, config: PruningConfig) -> PruningRecord:
     """Decide every rung that is ready (in order), request the stops, update pruning.json; safe to call
     from several processes at once (a lock, and decisions that only read evals at or below the rung)."""
     sweep_dir = Path(sweep_dir)
-    runs = sweep_runs(record)
+    runs = sweep_runs(sweep_dir, record)
     with _locked(sweep_dir):
         state = read_pruning(sweep_dir, config)
         for index in range(len(state.rungs), len(config.rungs)):
@@ -256,11 +259,11 @@ def resume_pruned(sweep_dir: Path, record, config: PruningConfig) -> List[str]:
         state = read_pruning(sweep_dir, config)
         state.resumed = sorted(set(state.resumed) | set(state.pruned))
         names = []
-        for run in sweep_runs(record):
+        for run in sweep_runs(sweep_dir, record):
             if run.variant in state.pruned:
                 (run.run_dir / PRUNE_REQUEST).unlink(missing_ok=True)
                 names.append(run.run)
-        _account(state, sweep_runs(record))
+        _account(state, sweep_runs(sweep_dir, record))
         atomic_write_json(sweep_dir / PRUNING_JSON, asdict(state))
     return names
 
