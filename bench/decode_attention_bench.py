@@ -1,4 +1,4 @@
-"""Decode-step attention: the Triton kernel (rlscale.engines.decode_attention) against SDPA, on one GPU.
+"""Decode-step attention: the Triton kernel (rlscale.engines.kernels.decode_attention) against SDPA, on one GPU.
 
 For the generator's two model shapes (256 rows; SmolLM2-135M: 3 KV heads x 3 query groups, Qwen2-0.5B:
 2 x 7; head_dim 64, bf16, a 768-slot cache) at kv_len 192, 384 and 704 it checks the kernel's max abs
@@ -35,7 +35,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rlscale.engines.decode_attention import Plan, decode_attention, decode_attention_reference, plan  # noqa: E402
+from rlscale.engines.kernels.decode_attention import Plan, decode_attention, decode_attention_reference, plan  # noqa: E402
 
 MODELS = {"smollm2-135m": (3, 3), "qwen2-0.5b": (2, 7)}  # kv_heads, query heads per KV head
 HEAD_DIM = 64

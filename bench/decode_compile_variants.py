@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu_bench import GPU_WORK, PEAKS, SHAPES, BenchTask, BenchTokenizer, build_model, decode_loop  # noqa: E402
-from rlscale.engines import static_decoder  # noqa: E402
-from rlscale.engines.graph_decode import GraphDecoder  # noqa: E402
-from rlscale.engines.phases import PhaseRules  # noqa: E402
+from rlscale.engines.generators import static_decoder  # noqa: E402
+from rlscale.engines.generators.graph_decode import GraphDecoder  # noqa: E402
+from rlscale.engines.generators.phases import PhaseRules  # noqa: E402
 
 VARIANTS = {  # inductor options merged over the decoder's own
     "default": {},

@@ -43,10 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rlscale.config.schema import RunConfig  # noqa: E402
-from rlscale.engines.policy import count_parameters  # noqa: E402
+from rlscale.engines.models.policy import count_parameters  # noqa: E402
 from rlscale.rl import NoPositiveResamplingPool  # noqa: E402
 from rlscale.tasks.base import THINK_CLOSE, Problem  # noqa: E402
-from rlscale.train.components import Components, build_generator, build_learner, build_source  # noqa: E402
+from rlscale.engines.generators.build import build_generator  # noqa: E402
+from rlscale.train.components import Components, build_learner, build_source  # noqa: E402
 from rlscale.train.compute import ComputeMeter  # noqa: E402
 from rlscale.train.loop import prepare_batch  # noqa: E402
 from rlscale.train.rollouts import RolloutSampler  # noqa: E402
@@ -340,7 +341,7 @@ def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, de
 
 def ablate(c: Components, prompts: List[List[int]], fp32_head: bool, work: Workload, dev: torch.device) -> dict:
     """Generation tokens/s of the GPU path without torch.compile, and without CUDA graphs either."""
-    from rlscale.engines.graph_decode import GraphDecoder
+    from rlscale.engines.generators.graph_decode import GraphDecoder
 
     budgets = torch.full((len(prompts),), work.think)
     out = {}
@@ -503,10 +504,10 @@ def measure_env(device: str, out: dict) -> None:
 def run_checks(device: str, out: dict) -> None:
     """Before timing: the Triton sampler equals the torch sampler; the decoder matches HF's forward in
     bf16; graph replay gives the completions eager steps give."""
-    from rlscale.engines import gumbel
-    from rlscale.engines.graph_decode import GraphDecoder
-    from rlscale.engines.phases import PhaseRules
-    from rlscale.engines.static_decoder import StaticKVDecoder
+    from rlscale.engines.kernels import gumbel
+    from rlscale.engines.generators.graph_decode import GraphDecoder
+    from rlscale.engines.generators.phases import PhaseRules
+    from rlscale.engines.generators.static_decoder import StaticKVDecoder
 
     dev = torch.device(device)
     checks: Dict[str, object] = {}

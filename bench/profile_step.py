@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu_bench import GPU_WORK, SHAPES, build_model, run_config, timed  # noqa: E402
-from rlscale.engines.static_decoder import StaticKVDecoder  # noqa: E402
-from rlscale.train.batch import TrainBatch  # noqa: E402
+from rlscale.engines.generators.static_decoder import StaticKVDecoder  # noqa: E402
+from rlscale.core.types import TrainBatch  # noqa: E402
 from rlscale.train.components import build_learner  # noqa: E402
 
 

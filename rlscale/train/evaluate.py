@@ -18,7 +18,7 @@ from typing import List, Sequence
 
 import torch
 
-from rlscale.engines.phases import Completion
+from rlscale.core.types import Completion
 from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Problem
 from rlscale.train.rollouts import score_completion

@@ -29,10 +29,10 @@ import torch
 import torch.multiprocessing as mp
 
 from rlscale.config.schema import RunConfig
+from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
-from rlscale.engines.torch_generator import Completion
+from rlscale.engines.generators.build import build_generator
 from rlscale.results.atomic import atomic_write
-from rlscale.train.components import build_generator
 from rlscale.train.pipeline_weights import (POLL_S, NewestVersions, PolicyReplica, ScheduledVersions, SharedWeights,
                                             Weights)
 

@@ -10,7 +10,7 @@ from typing import Callable, List, Optional, Protocol
 import torch
 
 from rlscale.config.schema import FilteringConfig, LengthConfig
-from rlscale.engines.torch_generator import Completion
+from rlscale.core.types import Completion
 from rlscale.rl import NoPositiveResamplingPool, dapo_length_penalty
 from rlscale.tasks.base import Problem, Task
 from rlscale.train.batch import ScoredGroup

@@ -3,8 +3,8 @@
 Same contract as ``TorchGenerator.generate``: completions with the generator's log-prob of every
 sampled token (the denominator of rho, Section 3.2), the policy version that sampled each token
 (PipelineRL, Section 3.1), and length control by interruption or truncation (Section 3.2; see
-``rlscale.engines.vllm_trace``). The LM head runs in FP32 when ``precision.lm_head_fp32`` (ScaleRL),
-in bf16 otherwise (``rlscale.engines.vllm_engine``).
+``rlscale.engines.generators.vllm_trace``). The LM head runs in FP32 when ``precision.lm_head_fp32`` (ScaleRL),
+in bf16 otherwise (``rlscale.engines.generators.vllm_engine``).
 
 Weights: the engine holds its own copy of ``model``'s. ``load_weights(state_dict, version)`` replaces
 it in place, without restarting the engine. The engine follows ``model`` as the torch generator does:
@@ -26,10 +26,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 import torch
 
 from rlscale.config.schema import RunConfig
-from rlscale.engines.tokens import PolicyTokenizer
-from rlscale.engines.torch_generator import Completion, GenerationStats
-from rlscale.engines.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
-from rlscale.engines.vllm_trace import EngineRequest, Trace, TraceRules
+from rlscale.core.protocols import PolicyTokenizer
+from rlscale.core.types import Completion, GenerationStats
+from rlscale.engines.generators.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
+from rlscale.engines.generators.vllm_trace import EngineRequest, Trace, TraceRules
 
 SEED_BOUND = 2**31 - 1
 
