@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from omegaconf import DictConfig
 
+from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.learners.deepspeed_learner import follower_rank
 from rlscale.results.errors import Refused

@@ -29,6 +29,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.kernels.gumbel import gumbel_sample
 from rlscale.engines.generators.phases import PhaseRules, TracePhases, left_pad
