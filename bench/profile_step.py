@@ -1,4 +1,4 @@
-"""Where the GPU time of one decode step and of one learner update goes (issue 7): torch.profiler's
+"""Where the GPU time of one decode step and of one learner update goes: torch.profiler's
 kernel table for a model shape of ``bench/lib/shapes.py``, random weights, bf16 head.
 
 Decode: ``steps`` decode steps of the compiled static decoder outside CUDA graphs (the same kernels a
