@@ -66,8 +66,8 @@ def profile_decode(model, rows: int, kv_len: int, steps: int, top: int) -> str:
 
 def profile_graph_steps(shape_name: str, top: int) -> str:
     """The decode loop as the generator runs it (``GraphDecoder``, one CUDA graph replay per step, the
-    sampler and phase bookkeeping included) on the GPU workload (``lib.workloads.GPU_WORK``): wall time per step against the
-    kernel time the profiler sees inside the replays (the difference is launch gaps)."""
+    sampler and phase bookkeeping included) on the GPU workload (``lib.workloads.GPU_WORK``): wall time per step
+    against the kernel time the profiler sees inside the replays (the difference is launch gaps)."""
     engine, prompts, steps = decode_workload(shape_name)
     session = engine.session(len(prompts), len(prompts[0]))
     budgets = torch.full((len(prompts),), GPU_WORK.think)

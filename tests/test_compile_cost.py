@@ -7,13 +7,13 @@ import os
 import torch
 
 from rlscale.config.schema import LengthConfig, ModelConfig
-from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, StallClock, use_persistent_cache
 from rlscale.engines.generators.graph_decode import KV_BLOCK, GraphDecoder, batch_bucket, session_slots
 from rlscale.engines.generators.phases import PhaseRules
-from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.engines.learners.torch_learner import LENGTH_BLOCK, length_bucket
-from rlscale.core.types import TrainBatch
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.train.compute import ComputeMeter
 
 

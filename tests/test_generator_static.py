@@ -19,12 +19,12 @@ from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCa
                           Qwen3ForCausalLM)
 
 from rlscale.config.schema import LengthConfig, ModelConfig
-from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.generators.graph_decode import GraphDecoder, batch_bucket, record_step
-from rlscale.engines.kernels.gumbel import gumbel_sample, uniforms, unit_interval
 from rlscale.engines.generators.phases import PhaseRules
-from rlscale.engines.models.policy import token_logprobs
 from rlscale.engines.generators.static_decoder import StaticKVDecoder, supports
+from rlscale.engines.kernels.gumbel import gumbel_sample, uniforms, unit_interval
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.policy import token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
 
 SHAPE = dict(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

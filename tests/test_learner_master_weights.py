@@ -8,12 +8,12 @@ import copy
 import torch
 
 from rlscale.config.schema import LengthConfig, ModelConfig, OptimConfig
+from rlscale.core.types import TrainBatch
+from rlscale.engines.learners.torch_learner import TorchLearner
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.policy import token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
-from rlscale.engines.learners.torch_learner import TorchLearner
 from rlscale.rl import LossSpec
-from rlscale.core.types import TrainBatch
 
 
 def bf16_policy() -> torch.nn.Module:

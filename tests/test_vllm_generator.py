@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from rlscale.config.schema import ModelConfig, RunConfig
+from rlscale.engines.generators.vllm_trace import Phase, Trace, TraceRules
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.policy import token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
-from rlscale.engines.generators.vllm_trace import Phase, Trace, TraceRules
 from rlscale.results.metrics import read_metrics
 
 EOS, CLOSE, INTERRUPT = 2, 4, 5

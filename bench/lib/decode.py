@@ -36,8 +36,8 @@ def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, de
     _, loop_s = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), dev)
     decode_s = loop_s - prefill_s
     need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
-    return dict(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need, decode_tok_s=rows * steps / decode_s,
-                weight_bytes=engine.decoder.weight_bytes(), hbm_fraction=need / bw_peak / decode_s,
+    return dict(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need,
+                decode_tok_s=rows * steps / decode_s, weight_bytes=engine.decoder.weight_bytes(), hbm_fraction=need / bw_peak / decode_s,
                 hbm_fraction_measured_bw=need / copy_bw / decode_s)
 
 

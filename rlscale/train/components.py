@@ -14,6 +14,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config.schema import RunConfig
+from rlscale.core.protocols import Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import build_generator
 from rlscale.engines.models.policy import count_parameters
@@ -31,10 +32,10 @@ class Components:
     cfg: RunConfig
     device: torch.device
     task: FormattedTask
-    tok: Any
+    tok: PolicyTokenizer
     model: Any
-    generator: Any
-    learner: Any
+    generator: Generator
+    learner: Learner
     pool: NoPositiveResamplingPool
     rng: torch.Generator
     meter: ComputeMeter

@@ -29,11 +29,11 @@ from rlscale.results.metrics import MetricsLog
 from rlscale.results.process import host
 from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
+from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
 from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
-from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 
 log = logging.getLogger("rlscale.train")
 

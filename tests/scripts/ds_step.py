@@ -22,9 +22,9 @@ import torch
 
 from rlscale.config.schema import (BatchConfig, EngineConfig, GenerationConfig, LossConfig, ModelConfig, OptimConfig,
                                    RunConfig)
+from rlscale.core.types import TrainBatch
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.rl import LossSpec, aggregation_weights, compute_advantages
-from rlscale.core.types import TrainBatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared test helpers
 from synthetic_batches import off_policy_batch  # noqa: E402

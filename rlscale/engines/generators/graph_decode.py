@@ -31,9 +31,9 @@ import torch
 
 from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
-from rlscale.engines.kernels.gumbel import gumbel_sample
 from rlscale.engines.generators.phases import PhaseRules, TracePhases, left_pad
 from rlscale.engines.generators.static_decoder import StaticKVDecoder
+from rlscale.engines.kernels.gumbel import gumbel_sample
 
 KV_BLOCK = 64
 CHECK_EVERY = 8

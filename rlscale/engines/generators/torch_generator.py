@@ -20,11 +20,11 @@ import torch
 from transformers import DynamicCache
 
 from rlscale.config.schema import GenerationConfig, LengthConfig
+from rlscale.core.protocols import PolicyTokenizer
+from rlscale.core.types import Completion, GenerationStats
 from rlscale.engines.generators import static_decoder
 from rlscale.engines.generators.graph_decode import GraphDecoder
 from rlscale.engines.generators.phases import PhaseRules, TracePhases, left_pad
-from rlscale.core.protocols import PolicyTokenizer
-from rlscale.core.types import Completion, GenerationStats
 from rlscale.engines.models.policy import head_logits
 
 SEED_BOUND = 2**62
