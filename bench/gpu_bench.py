@@ -43,7 +43,7 @@ from lib.shapes import PEAKS, SHAPES, Shape, build_model, peaks
 from lib.timers import release, sync, timed
 from lib.workloads import CPU_WORK, GPU_WORK, PAPER_ROWS, BenchTask, BenchTokenizer, Workload, trivial_reward
 from rlscale.config.schema import RunConfig
-from rlscale.engines.generators.build import build_generator
+from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.engines.models.policy import count_parameters
 from rlscale.rl import NoPositiveResamplingPool
 from rlscale.train.components import Components, build_learner, build_source
@@ -61,7 +61,7 @@ def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> C
     tok = BenchTokenizer(shape.vocab)
     task = BenchTask(tok, work)
     model = build_model(shape, torch.bfloat16 if device.type == "cuda" else torch.float32, device.type)
-    generator = build_generator(cfg, model, tok, device)
+    generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
     learner = build_learner(cfg, model)
     pool = NoPositiveResamplingPool(len(task.train_problems()), enabled=False)
     rng = torch.Generator().manual_seed(cfg.seed)

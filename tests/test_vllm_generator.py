@@ -119,7 +119,7 @@ def start_generator(model, tok, lm_head_fp32: bool = True):
 
     cfg = run_config()
     cfg.precision.lm_head_fp32 = lm_head_fp32
-    return VLLMGenerator(cfg, model, tok)
+    return VLLMGenerator(model, tok, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, cfg.seed)
 
 
 @pytest.fixture(scope="module")

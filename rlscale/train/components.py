@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlscale.config.schema import RunConfig
 from rlscale.core.protocols import Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
-from rlscale.engines.generators.build import build_generator
+from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think, template_thinks
 from rlscale.gpus import driver_gpu_count
@@ -118,7 +118,8 @@ def build_learner(cfg: RunConfig, model, max_width: int = 0):
     if cfg.engine.learner == "deepspeed":
         from rlscale.engines.learners.deepspeed_learner import DeepSpeedLearner
 
-        return DeepSpeedLearner(cfg, model, spec, ref_model=ref_model)
+        return DeepSpeedLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
+                                cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, ref_model=ref_model)
     from rlscale.engines.learners.torch_learner import TorchLearner
 
     return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
@@ -139,7 +140,7 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
-    generator = build_generator(cfg, model, tok, device)
+    generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
     compiles = cfg.engine.compile and device.type == "cuda"
     learner = build_learner(cfg, model, longest_sequence(task, tok, generator) if compiles else 0)
     split = len(task.train_problems())

@@ -81,7 +81,8 @@ def build_learner(kind: str, cfg: RunConfig, model):
     if kind == "deepspeed":
         from rlscale.engines.learners.deepspeed_learner import DeepSpeedLearner
 
-        return DeepSpeedLearner(cfg, model, spec, ref_model=ref_model)
+        return DeepSpeedLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
+                                cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, ref_model=ref_model)
     from rlscale.engines.learners.torch_learner import TorchLearner
 
     return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,

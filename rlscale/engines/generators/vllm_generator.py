@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
-from rlscale.config.schema import RunConfig
+from rlscale.config.schema import GenerationConfig, LengthConfig
 from rlscale.core.protocols import PolicyTokenizer
 from rlscale.core.types import Completion, GenerationStats
 from rlscale.engines.generators.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
@@ -37,17 +37,18 @@ SEED_BOUND = 2**31 - 1
 class VLLMGenerator:
     """Samples completions of ``model``'s current policy with an in-process vLLM engine."""
 
-    def __init__(self, cfg: RunConfig, model, tok: PolicyTokenizer):
+    def __init__(self, model, tok: PolicyTokenizer, gen_cfg: GenerationConfig, length_cfg: LengthConfig,
+                 fp32_head: bool, seed: int):
         self.model = model
         self.tok = tok
-        self.gen_cfg = cfg.generation
-        self.length_cfg = cfg.length
+        self.gen_cfg = gen_cfg
+        self.length_cfg = length_cfg
         self.rules = TraceRules(eos_id=tok.eos_id, think_close_ids=list(tok.think_close_ids),
-                                interrupt_ids=list(tok.interrupt_ids), max_answer_tokens=cfg.generation.max_answer_tokens,
-                                interruption=cfg.length.name == "interruption", think=tok.think)
+                                interrupt_ids=list(tok.interrupt_ids), max_answer_tokens=gen_cfg.max_answer_tokens,
+                                interruption=length_cfg.name == "interruption", think=tok.think)
         self.stats = GenerationStats()
         checkpoint = export_checkpoint(model)
-        self.llm = start_engine(checkpoint, engine_settings(model, cfg.precision.lm_head_fp32, cfg.seed))
+        self.llm = start_engine(checkpoint, engine_settings(model, fp32_head, seed))
         shutil.rmtree(checkpoint)  # the engine holds the weights now; updates travel as tensors
         self.version = 0
         self._prefix_cache_stale = False

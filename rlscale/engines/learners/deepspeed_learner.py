@@ -46,7 +46,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from rlscale.config.schema import RunConfig
+from rlscale.config.schema import OptimConfig
 from rlscale.core.types import StepResult, TrainBatch
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
 from rlscale.engines.models.policy import token_logprobs
@@ -156,15 +156,15 @@ def _to_cpu(obj: Any) -> Any:
     return obj
 
 
-def deepspeed_config(cfg: RunConfig, world_size: int, bf16: bool) -> dict:
+def deepspeed_config(grad_clip: float, zero_stage: int, world_size: int, bf16: bool) -> dict:
     """One accumulation step per DeepSpeed step (the learner accumulates itself); the client AdamW is
     used as is (``zero_allow_untested_optimizer``), with ZeRO's global-norm clipping."""
     return {
         "train_micro_batch_size_per_gpu": 1,
         "gradient_accumulation_steps": 1,
         "train_batch_size": world_size,
-        "gradient_clipping": cfg.optim.grad_clip,
-        "zero_optimization": {"stage": cfg.engine.zero_stage},
+        "gradient_clipping": grad_clip,
+        "zero_optimization": {"stage": zero_stage},
         "bf16": {"enabled": bf16},
         "zero_allow_untested_optimizer": True,
         "steps_per_print": 2 ** 62,
@@ -175,36 +175,37 @@ class DeepSpeedLearner:
     """``TorchLearner``'s interface (``step``, ``scheduler``, ``state_dict``/``load_state_dict``) over a
     DeepSpeed ZeRO engine, plus ``follow`` (ranks > 0) and ``close`` (rank 0 releases the followers)."""
 
-    def __init__(self, cfg: RunConfig, model: nn.Module, loss_spec: LossSpec, ref_model: Optional[nn.Module] = None):
+    def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_spec: LossSpec, fp32_head: bool,
+                 temperature: float, micro_batch: int, zero_stage: int, dtype: str,
+                 ref_model: Optional[nn.Module] = None):
         import deepspeed
 
-        if cfg.engine.zero_stage not in ZERO_STAGES:
-            raise ValueError(f"engine.zero_stage={cfg.engine.zero_stage}: expected one of {ZERO_STAGES}")
-        if cfg.model.dtype == "float16":
+        if zero_stage not in ZERO_STAGES:
+            raise ValueError(f"engine.zero_stage={zero_stage}: expected one of {ZERO_STAGES}")
+        if dtype == "float16":
             raise ValueError("engine.learner=deepspeed: model.dtype=float16 needs loss scaling; use bfloat16")
         logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
         cuda = next(model.parameters()).device.type == "cuda"
         self.topo = _init_process_group(cuda)
         self.commands = dist.new_group(backend="gloo", timeout=FOLLOWER_TIMEOUT)
-        bf16 = cuda and cfg.model.dtype == "bfloat16"
+        bf16 = cuda and dtype == "bfloat16"
         if not cuda:
             log.info("DeepSpeed learner on CPU: training in fp32 (gloo)")
-        dtype = torch.bfloat16 if bf16 else torch.float32
+        torch_dtype = torch.bfloat16 if bf16 else torch.float32
         self.loss_spec = loss_spec
-        self.micro_batch = cfg.batch.micro_batch
-        zero3 = cfg.engine.zero_stage == 3
+        self.micro_batch = micro_batch
+        zero3 = zero_stage == 3
         # ZeRO-3 partitions what it trains: rank 0 keeps ``model`` whole for its generator
-        self.generator_model = model.to(self.topo.device, dtype) if zero3 and self.topo.leader else None
+        self.generator_model = model.to(self.topo.device, torch_dtype) if zero3 and self.topo.leader else None
         trained = copy.deepcopy(model) if self.generator_model is not None else model
-        self.module = PolicyLogprobs(trained.to(self.topo.device, dtype), cfg.precision.lm_head_fp32,
-                                     cfg.generation.temperature)
+        self.module = PolicyLogprobs(trained.to(self.topo.device, torch_dtype), fp32_head, temperature)
         if zero3:
             deepspeed.zero.register_external_parameter(self.module, trained.get_output_embeddings().weight)
-        self.ref_model = ref_model.to(self.topo.device, dtype).eval() if ref_model is not None else None
-        optimizer, self.scheduler = build_optimizer(self.module, cfg.optim)
+        self.ref_model = ref_model.to(self.topo.device, torch_dtype).eval() if ref_model is not None else None
+        optimizer, self.scheduler = build_optimizer(self.module, optim_cfg)
+        config = deepspeed_config(optim_cfg.grad_clip, zero_stage, self.topo.world_size, bf16)
         self.engine, _, _, _ = deepspeed.initialize(model=self.module, optimizer=optimizer,
-                                                    lr_scheduler=self.scheduler,
-                                                    config=deepspeed_config(cfg, self.topo.world_size, bf16))
+                                                    lr_scheduler=self.scheduler, config=config)
         self.engine.eval()
         self.closed = False
 
