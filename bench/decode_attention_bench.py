@@ -1,4 +1,4 @@
-"""Decode-step attention: the Triton kernel (rlscale.engines.decode_attention) against SDPA, on one GPU.
+"""Decode-step attention: the Triton kernel (rlscale.engines.kernels.decode_attention) against SDPA, on one GPU.
 
 For the generator's two model shapes (256 rows; SmolLM2-135M: 3 KV heads x 3 query groups, Qwen2-0.5B:
 2 x 7; head_dim 64, bf16, a 768-slot cache) at kv_len 192, 384 and 704 it checks the kernel's max abs
@@ -33,9 +33,8 @@ if "--smoke" in sys.argv:  # the interpreter must be chosen before triton is imp
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rlscale.engines.decode_attention import Plan, decode_attention, decode_attention_reference, plan  # noqa: E402
+from lib.timers import copy_tbps, tbps, time_eager, time_graph  # noqa: E402
+from rlscale.engines.kernels.decode_attention import Plan, decode_attention, decode_attention_reference, plan  # noqa: E402
 
 MODELS = {"smollm2-135m": (3, 3), "qwen2-0.5b": (2, 7)}  # kv_heads, query heads per KV head
 HEAD_DIM = 64
@@ -86,57 +85,6 @@ def max_error(call: Callable[[int], torch.Tensor], x: Inputs) -> float:
     """Max abs error of layer 0's output against the fp32 reference of the same (bf16) inputs."""
     ref = decode_attention_reference(x.q.float(), x.keys[0].float(), x.values[0].float(), x.mask, x.kv_len)
     return (call(0).float() - ref).abs().max().item()
-
-
-def time_eager(call: Callable[[int], torch.Tensor], layers: int, reps: int = 30) -> float:
-    """us per call of back-to-back calls cycling through the layers."""
-    for i in range(layers):
-        call(i)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(reps):
-        for i in range(layers):
-            call(i)
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / (reps * layers)
-
-
-def time_graph(call: Callable[[int], torch.Tensor], layers: int, reps: int = 30) -> float:
-    """us per call of a CUDA graph holding one call per layer (warmed up on a side stream, as captures are)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for i in range(layers):
-            call(i)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(layers):
-            call(i)
-    for _ in range(3):
-        graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(reps):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / (reps * layers)
-
-
-def copy_tbps(device: torch.device, gib: int = 1) -> float:
-    """TB/s of a device-to-device copy of ``gib`` GiB (bytes read + written)."""
-    a = torch.empty(gib << 30, dtype=torch.uint8, device=device)
-    b = torch.empty_like(a)
-    us = time_eager(lambda i: b.copy_(a), layers=1, reps=20)
-    return 2 * a.numel() / us / 1e6
-
-
-def tbps(nbytes: int, us: float) -> float:
-    return nbytes / us / 1e6
 
 
 def run(sizes: dict, device: torch.device, sweep: bool, timed: bool) -> dict:

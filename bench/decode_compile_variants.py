@@ -1,6 +1,6 @@
 """Decode-loop time of the torch generator's GPU path under torch.compile variants, one GPU.
 
-For each model shape of ``bench/gpu_bench.py`` (random weights, bf16 head, its workload: 256 rows, 128-token
+For each model shape of ``bench/lib/shapes.py`` (random weights, bf16 head, its workload: 256 rows, 128-token
 prompts, 512 decode steps), the decode loop of ``GraphDecoder`` (CUDA graphs, prefill excluded) is timed with
 the decoder's per-layer graphs compiled
 
@@ -29,18 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.gpu_bench import GPU_WORK, PEAKS, SHAPES, BenchTask, BenchTokenizer, build_model, decode_loop  # noqa: E402
-from rlscale.engines import static_decoder  # noqa: E402
-from rlscale.engines.graph_decode import GraphDecoder  # noqa: E402
-from rlscale.engines.phases import PhaseRules  # noqa: E402
+from lib.decode import decode_loop, decode_workload
+from lib.shapes import PEAKS
+from lib.workloads import GPU_WORK
+from rlscale.engines.generators import static_decoder
 
 VARIANTS = {  # inductor options merged over the decoder's own
     "default": {},
@@ -60,20 +56,6 @@ def compile_with(options: dict):
     def compile_(fn, **kwargs):
         return real_compile(fn, **{**kwargs, "options": {**kwargs.get("options", {}), **options}})
     return compile_
-
-
-def decode_workload(shape_name: str):
-    """(engine, prompts, steps) of gpu_bench's decode workload for ``shape_name``: a ``GraphDecoder`` (bf16
-    head, T = 1) over a random-weight model, its 256 prompts and think budget in steps."""
-    work = GPU_WORK
-    tok = BenchTokenizer(SHAPES[shape_name].vocab)
-    model = build_model(SHAPES[shape_name], torch.bfloat16, "cuda")
-    rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
-                       interrupt_ids=tok.interrupt_ids, max_answer=work.answer, interruption=True)
-    task = BenchTask(tok, work)
-    prompts = [tok.encode_prompt(p.prompt) for p in task.train_problems()[:work.prompts]
-               for _ in range(work.generations)]
-    return GraphDecoder(model, rules, False, 1.0, work.think), prompts, rules.max_steps(work.think)
 
 
 def measure(shape_name: str, variant: str, dev: torch.device) -> dict:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional
@@ -31,11 +30,8 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.decode_attention_bench import time_graph  # noqa: E402
-from bench.gpu_bench import PEAKS, SHAPES  # noqa: E402
+from lib.shapes import PEAKS, SHAPES
+from lib.timers import time_graph
 
 ROWS = 256
 HEAD_DIM = 64

@@ -26,184 +26,42 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Sequence
 
 import torch
 
+from lib.decode import decode_loop
+from lib.runs import run_config
+from lib.shapes import PEAKS, SHAPES, Shape, build_model, peaks
+from lib.timers import release, sync, timed
+from lib.workloads import CPU_WORK, GPU_WORK, PAPER_ROWS, BenchTask, BenchTokenizer, Workload, trivial_reward
+from rlscale.config.schema import RunConfig
+from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.engines.models.policy import count_parameters
+from rlscale.rl import NoPositiveResamplingPool
+from rlscale.train.components import Components, build_learner, build_source
+from rlscale.train.compute import ComputeMeter
+from rlscale.train.loop import prepare_batch
+from rlscale.train.rollouts import RolloutSampler
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from rlscale.config.schema import RunConfig  # noqa: E402
-from rlscale.engines.policy import count_parameters  # noqa: E402
-from rlscale.rl import NoPositiveResamplingPool  # noqa: E402
-from rlscale.tasks.base import THINK_CLOSE, Problem  # noqa: E402
-from rlscale.train.components import Components, build_generator, build_learner, build_source  # noqa: E402
-from rlscale.train.compute import ComputeMeter  # noqa: E402
-from rlscale.train.loop import prepare_batch  # noqa: E402
-from rlscale.train.rollouts import RolloutSampler  # noqa: E402
-
-# dense bf16 and HBM bandwidth by datasheet (SXM parts); the env section measures both too
-PEAKS = {"H200": (989.4e12, 4.8e12), "H100": (989.4e12, 3.35e12)}
 
 
-@dataclass(frozen=True)
-class Shape:
-    family: str
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    intermediate: int
-    vocab: int
-    rope_theta: float
-    micro_batch: int
-
-
-SHAPES = {
-    "smollm2-135m": Shape("llama", 576, 30, 9, 3, 1536, 49152, 100000.0, 32),
-    "qwen2-0.5b": Shape("qwen2", 896, 24, 14, 2, 4864, 151936, 1000000.0, 32),
-    "tiny": Shape("llama", 64, 2, 4, 2, 128, 512, 10000.0, 4),
-}
-
-
-@dataclass(frozen=True)
-class Workload:
-    prompts: int
-    generations: int
-    prompt_len: int
-    think: int
-    answer: int
-    pool: int
-
-    @property
-    def phrase(self) -> int:
-        return 8
-
-    @property
-    def completion(self) -> int:
-        return self.think + self.phrase + self.answer
-
-
-PAPER_ROWS = 768  # the paper's batch: 48 prompts x 16 generations (Section 2)
-GPU_WORK = Workload(prompts=32, generations=8, prompt_len=128, think=480, answer=24, pool=1024)
-CPU_WORK = Workload(prompts=2, generations=2, prompt_len=8, think=16, answer=4, pool=64)
-
-
-# -- a synthetic policy tokenizer and task (random weights: the text carries no meaning) -------------
-@dataclass(frozen=True)
-class BenchTokenizer:
-    """Token ids as text ("17 4032 ..."); the top ids are padding, end of sequence, ``</think>`` and the
-    7 other tokens of the interruption phrase. Traces think, as the paper's do."""
-
-    vocab_size: int
-    think: bool = True
-
-    @property
-    def pad_id(self) -> int:
-        return self.vocab_size - 1
-
-    @property
-    def eos_id(self) -> int:
-        return self.vocab_size - 2
-
-    @property
-    def think_close_ids(self) -> List[int]:
-        return [self.vocab_size - 3]
-
-    @property
-    def interrupt_ids(self) -> List[int]:
-        return list(range(self.vocab_size - 10, self.vocab_size - 3)) + self.think_close_ids
-
-    @property
-    def ordinary(self) -> int:
-        """Ids below this are plain tokens."""
-        return self.vocab_size - 10
-
-    def encode_prompt(self, question: str) -> List[int]:
-        return [int(x) for x in question.split()]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        close = self.think_close_ids[0]
-        return " ".join(THINK_CLOSE if int(i) == close else str(int(i)) for i in ids if int(i) != self.pad_id)
-
-
-class BenchTask:
-    """Random prompts; an answer is "correct" when its text has even length (a trivial reward with
-    variance, as TRL gets below)."""
-
-    name = "bench"
-
-    def __init__(self, tok: BenchTokenizer, work: Workload, seed: int = 0):
-        gen = torch.Generator().manual_seed(seed)
-        ids = torch.randint(0, tok.ordinary, (work.pool, work.prompt_len), generator=gen)
-        self.problems = [Problem(i, " ".join(map(str, row.tolist())), "") for i, row in enumerate(ids)]
-
-    def train_problems(self) -> List[Problem]:
-        return self.problems
-
-    def val_problems(self) -> List[Problem]:
-        return []
-
-    def is_correct(self, problem: Problem, answer_text: str) -> bool:
-        return len(answer_text) % 2 == 0
-
-    def demonstration(self, problem: Problem):
-        return None
-
-
-def trivial_reward(text: str) -> float:
-    return 1.0 if len(text) % 2 == 0 else -1.0
-
-
-# -- models and runs ---------------------------------------------------------------------------------
-def build_model(shape: Shape, dtype: torch.dtype, device: str, seed: int = 0):
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
-
-    tok = BenchTokenizer(shape.vocab)
-    common = dict(vocab_size=shape.vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
-                  num_attention_heads=shape.heads, num_key_value_heads=shape.kv_heads,
-                  intermediate_size=shape.intermediate, max_position_embeddings=4096, rope_theta=shape.rope_theta,
-                  tie_word_embeddings=True, eos_token_id=tok.eos_id, pad_token_id=tok.pad_id, bos_token_id=0)
-    config = LlamaConfig(**common) if shape.family == "llama" else Qwen2Config(**common)
-    torch.manual_seed(seed)
-    cls = LlamaForCausalLM if shape.family == "llama" else Qwen2ForCausalLM
-    return cls(config).to(device=device, dtype=dtype).eval()
-
-
-def run_config(work: Workload, shape: Shape, fp32_head: bool, offpolicy: str, device: str) -> RunConfig:
-    cfg = RunConfig()
-    cfg.engine.device = device
-    cfg.model.dtype = "bfloat16" if device == "cuda" else "float32"
-    cfg.generation.max_think_tokens = work.think
-    cfg.generation.max_answer_tokens = work.answer
-    cfg.length.name = "interruption"
-    cfg.length.window = [work.think, work.think]
-    cfg.precision.lm_head_fp32 = fp32_head
-    cfg.precision.name = "fp32_head" if fp32_head else "bf16_head"
-    cfg.batch.prompts, cfg.batch.generations, cfg.batch.micro_batch = work.prompts, work.generations, shape.micro_batch
-    cfg.offpolicy.name = offpolicy
-    cfg.offpolicy.max_lag, cfg.offpolicy.batches_per_version = 8, 1
-    cfg.curriculum.name = "uniform"
-    cfg.optim.lr = 1e-6
-    return cfg
-
-
+# -- rlscale's step on a synthetic task ---------------------------------------------------------------
 def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> Components:
     """The objects ``build_components`` makes, around the synthetic task and a random-weight model."""
     device = torch.device(cfg.engine.device)
     tok = BenchTokenizer(shape.vocab)
     task = BenchTask(tok, work)
     model = build_model(shape, torch.bfloat16 if device.type == "cuda" else torch.float32, device.type)
-    generator = build_generator(cfg, model, tok, device)
+    generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
     learner = build_learner(cfg, model)
     pool = NoPositiveResamplingPool(len(task.train_problems()), enabled=False)
     rng = torch.Generator().manual_seed(cfg.seed)
@@ -213,19 +71,6 @@ def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> C
     return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source)
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def timed(fn, device: torch.device):
-    sync(device)
-    start = time.perf_counter()
-    out = fn()
-    sync(device)
-    return out, time.perf_counter() - start
-
-
 def rl_step(c: Components, step: int):
     """``RunLoop.update`` without its logging: next batch, filters and advantages, one update, publish."""
     groups = c.source.next_batch(step)
@@ -233,31 +78,6 @@ def rl_step(c: Components, step: int):
     result = c.learner.step(batch, advantages, weights)
     c.source.after_update(c.model, step + 1)
     return groups, result
-
-
-def release(device: torch.device) -> None:
-    """Free what the finished measurement left (its models, caches, graphs) before the next one."""
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-
-
-def peaks(device: torch.device) -> tuple[float, float, str]:
-    if device.type != "cuda":
-        return float("nan"), float("nan"), "cpu"
-    name = torch.cuda.get_device_name(device)
-    for key, (flops, bw) in PEAKS.items():
-        if key in name:
-            return flops, bw, name
-    return float("nan"), float("nan"), name
-
-
-def decode_bytes(decoder, rows: int, width: int, steps: int) -> float:
-    """Fewest bytes the decode steps must read: the weights each step, plus the live KV cache of the batch
-    (prompt width + tokens so far, for every row)."""
-    kv = decoder.kv_bytes_per_token() * rows * sum(width + t + 1 for t in range(steps))
-    return float(decoder.weight_bytes()) * steps + kv
 
 
 def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: str, out: dict,
@@ -318,29 +138,9 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         out["card"] = card
 
 
-def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, dev: torch.device, bw_peak: float,
-                copy_bw: float) -> dict:
-    """The decode loop alone (prefill subtracted; no host-side conversion of the completions) of ``prompts``
-    through the engine's session for their number of rows, against the HBM bound."""
-    rows = len(prompts)
-    ids = torch.tensor(prompts, device=dev)
-    cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
-    engine.decoder.prefill(cache, ids, torch.ones_like(ids))  # warm-up: the first call of a process is slower
-    _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
-    session = engine.session(rows, work.prompt_len)
-    budgets = torch.full((rows,), work.think)
-    session.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new session captures its graphs
-    _, loop_s = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), dev)
-    decode_s = loop_s - prefill_s
-    need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
-    return dict(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need, decode_tok_s=rows * steps / decode_s,
-                weight_bytes=engine.decoder.weight_bytes(), hbm_fraction=need / bw_peak / decode_s,
-                hbm_fraction_measured_bw=need / copy_bw / decode_s)
-
-
 def ablate(c: Components, prompts: List[List[int]], fp32_head: bool, work: Workload, dev: torch.device) -> dict:
     """Generation tokens/s of the GPU path without torch.compile, and without CUDA graphs either."""
-    from rlscale.engines.graph_decode import GraphDecoder
+    from rlscale.engines.generators.graph_decode import GraphDecoder
 
     budgets = torch.full((len(prompts),), work.think)
     out = {}
@@ -503,10 +303,10 @@ def measure_env(device: str, out: dict) -> None:
 def run_checks(device: str, out: dict) -> None:
     """Before timing: the Triton sampler equals the torch sampler; the decoder matches HF's forward in
     bf16; graph replay gives the completions eager steps give."""
-    from rlscale.engines import gumbel
-    from rlscale.engines.graph_decode import GraphDecoder
-    from rlscale.engines.phases import PhaseRules
-    from rlscale.engines.static_decoder import StaticKVDecoder
+    from rlscale.engines.kernels import gumbel
+    from rlscale.engines.generators.graph_decode import GraphDecoder
+    from rlscale.engines.generators.phases import PhaseRules
+    from rlscale.engines.generators.static_decoder import StaticKVDecoder
 
     dev = torch.device(device)
     checks: Dict[str, object] = {}

@@ -17,10 +17,10 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from rlscale.config.schema import OptimConfig
+from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
-from rlscale.engines.torch_learner import TorchLearner
+from rlscale.engines.learners.torch_learner import TorchLearner
 from rlscale.rl import LossSpec
-from rlscale.train.batch import TrainBatch
 
 SMOLLM2 = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192, rope_theta=100000.0,

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -41,12 +40,9 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from lib.timers import copy_tbps, time_graph
 
-from bench.decode_attention_bench import copy_tbps, time_graph  # noqa: E402
-
-ROWS, HIDDEN = 256, 896  # the Qwen2-0.5B shape's activation at gpu_bench's batch
+ROWS, HIDDEN = 256, 896  # the Qwen2-0.5B shape's activation at the GPU workload's batch
 BLOCK_A = 2048  # activation elements per load
 BLOCK_W = 16384  # weight elements per load: 32 KB in flight per program, since plain loads are not pipelined
 VARIANTS = ("kernels", "kernels+pdl", "persistent", "persistent+prefetch")

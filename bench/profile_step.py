@@ -1,5 +1,5 @@
 """Where the GPU time of one decode step and of one learner update goes: torch.profiler's
-kernel table for a model shape of ``bench/gpu_bench.py``, random weights, bf16 head.
+kernel table for a model shape of ``bench/lib/shapes.py``, random weights, bf16 head.
 
 Decode: ``steps`` decode steps of the compiled static decoder outside CUDA graphs (the same kernels a
 graph replays) at a fixed kv_len; learner: one update of the compiled torch learner on a synthetic
@@ -12,19 +12,18 @@ printed with their share of the profiled GPU time.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.gpu_bench import GPU_WORK, SHAPES, build_model, run_config, timed  # noqa: E402
-from rlscale.engines.static_decoder import StaticKVDecoder  # noqa: E402
-from rlscale.train.batch import TrainBatch  # noqa: E402
-from rlscale.train.components import build_learner  # noqa: E402
+from lib.decode import decode_workload
+from lib.runs import run_config
+from lib.shapes import SHAPES, build_model
+from lib.timers import timed
+from lib.workloads import GPU_WORK
+from rlscale.core.types import TrainBatch
+from rlscale.engines.generators.static_decoder import StaticKVDecoder
+from rlscale.train.components import build_learner
 
 
 def kernel_table(prof, top: int, per: int = 0) -> str:
@@ -67,10 +66,8 @@ def profile_decode(model, rows: int, kv_len: int, steps: int, top: int) -> str:
 
 def profile_graph_steps(shape_name: str, top: int) -> str:
     """The decode loop as the generator runs it (``GraphDecoder``, one CUDA graph replay per step, the
-    sampler and phase bookkeeping included) on gpu_bench's workload: wall time per step against the
-    kernel time the profiler sees inside the replays (the difference is launch gaps)."""
-    from bench.decode_compile_variants import decode_workload
-
+    sampler and phase bookkeeping included) on the GPU workload (``lib.workloads.GPU_WORK``): wall time per step
+    against the kernel time the profiler sees inside the replays (the difference is launch gaps)."""
     engine, prompts, steps = decode_workload(shape_name)
     session = engine.session(len(prompts), len(prompts[0]))
     budgets = torch.full((len(prompts),), GPU_WORK.think)

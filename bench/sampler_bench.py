@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.decode_attention_bench import time_graph  # noqa: E402
-from rlscale.engines import gumbel  # noqa: E402
+from lib.timers import time_graph
+from rlscale.engines.kernels import gumbel
 
 ROWS = 256
 VOCABS = {"smollm2-135m": 49152, "qwen2-0.5b": 151936}

@@ -6,8 +6,8 @@ from typing import List
 
 import torch
 
-from rlscale.engines.policy import token_logprobs
-from rlscale.train.batch import TrainBatch
+from rlscale.core.types import TrainBatch
+from rlscale.engines.models.policy import token_logprobs
 
 
 def off_policy_batch(model, lengths: List[int], prompt_len: int, vocab: int, seed: int, noise: float,

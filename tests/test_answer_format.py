@@ -9,8 +9,8 @@ import json
 import pytest
 
 from rlscale.config.compose import ConfigError, compose_run_config
-from rlscale.engines.phases import Completion
-from rlscale.engines.thinking import resolve_think, template_thinks
+from rlscale.core.types import Completion
+from rlscale.engines.models.thinking import resolve_think, template_thinks
 from rlscale.tasks.answer_format import TAGGED_INSTRUCTION
 from rlscale.train.components import build_task, typed
 from rlscale.train.rollouts import score_completion

@@ -7,13 +7,13 @@ import os
 import torch
 
 from rlscale.config.schema import LengthConfig, ModelConfig
-from rlscale.engines.char_tokenizer import CharTokenizer
+from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, StallClock, use_persistent_cache
-from rlscale.engines.graph_decode import KV_BLOCK, GraphDecoder, batch_bucket, session_slots
-from rlscale.engines.phases import PhaseRules
-from rlscale.engines.tiny_model import build_tiny_llama
-from rlscale.engines.torch_learner import LENGTH_BLOCK, length_bucket
-from rlscale.train.batch import TrainBatch
+from rlscale.engines.generators.graph_decode import KV_BLOCK, GraphDecoder, batch_bucket, session_slots
+from rlscale.engines.generators.phases import PhaseRules
+from rlscale.engines.learners.torch_learner import LENGTH_BLOCK, length_bucket
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.train.compute import ComputeMeter
 
 
@@ -99,8 +99,8 @@ def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     sampled sequence is longer than that."""
     from rlscale.config import compose_run_config
     from rlscale.config.schema import OptimConfig
-    from rlscale.engines.torch_generator import TorchGenerator
-    from rlscale.engines.torch_learner import TorchLearner
+    from rlscale.engines.generators.torch_generator import TorchGenerator
+    from rlscale.engines.learners.torch_learner import TorchLearner
     from rlscale.rl import LossSpec
     from rlscale.train.components import build_task, longest_sequence, typed
 

@@ -1,4 +1,4 @@
-"""The decode-step attention kernel (rlscale.engines.decode_attention) against its SDPA reference.
+"""The decode-step attention kernel (rlscale.engines.kernels.decode_attention) against its SDPA reference.
 
 The Triton kernel runs in Triton's CPU interpreter: ``TRITON_INTERPRET=1`` must be set before triton is
 imported, so this file re-runs itself in a subprocess (``__main__`` below) that prints the error of every
@@ -49,7 +49,7 @@ def make_inputs(batch: int, kv_heads: int, groups: int, head_dim: int, slots: in
 
 def run_cases() -> Dict[str, float]:
     """Max abs error of the kernel vs the fp32 reference of the same inputs, per case and dtype."""
-    from rlscale.engines.decode_attention import Plan, decode_attention, decode_attention_reference
+    from rlscale.engines.kernels.decode_attention import Plan, decode_attention, decode_attention_reference
 
     errors = {}
     for name, (batch, kv_heads, groups, head_dim, slots, kv_len, plan) in CASES.items():
@@ -70,7 +70,7 @@ def bf16_cast_mismatches(n: int = 4096) -> float:
     import triton
     import triton.language as tl
 
-    import rlscale.engines.decode_attention  # noqa: F401  (applies the interpreter fixes)
+    import rlscale.engines.kernels.decode_attention  # noqa: F401  (applies the interpreter fixes)
 
     @triton.jit
     def cast_kernel(src, dst, BLOCK: tl.constexpr):
@@ -109,7 +109,7 @@ def test_interpreted_bf16_casts_round_to_nearest_even(kernel_errors: Dict[str, f
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_reference_is_the_old_sdpa_formulation(dtype: torch.dtype):
     """The reference is the decoder's former inline SDPA call (bit for bit) and is masked attention."""
-    from rlscale.engines.decode_attention import decode_attention_reference
+    from rlscale.engines.kernels.decode_attention import decode_attention_reference
 
     batch, kv_heads, groups, head_dim, slots, kv_len = 3, 2, 7, 64, 96, 77
     q, keys, values, mask = make_inputs(batch, kv_heads, groups, head_dim, slots, kv_len, dtype)

@@ -15,7 +15,7 @@ from typing import List
 import pytest
 import torch
 
-from rlscale.engines.deepspeed_learner import plan_micro_batches
+from rlscale.engines.learners.deepspeed_learner import plan_micro_batches
 
 SCRIPT = Path(__file__).parent / "scripts" / "ds_step.py"
 STAGES = (2, 3)

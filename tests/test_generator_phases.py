@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import torch
 
-from rlscale.engines.phases import Completion, PhaseRules, TracePhases
+from rlscale.core.types import Completion
+from rlscale.engines.generators.phases import PhaseRules, TracePhases
 
 EOS, PAD = 2, 0
 CLOSE = [7, 8, 9]

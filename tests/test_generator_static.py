@@ -19,13 +19,13 @@ from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCa
                           Qwen3ForCausalLM)
 
 from rlscale.config.schema import LengthConfig, ModelConfig
-from rlscale.engines.char_tokenizer import CharTokenizer
-from rlscale.engines.graph_decode import GraphDecoder, batch_bucket, record_step
-from rlscale.engines.gumbel import gumbel_sample, uniforms, unit_interval
-from rlscale.engines.phases import PhaseRules
-from rlscale.engines.policy import token_logprobs
-from rlscale.engines.static_decoder import StaticKVDecoder, supports
-from rlscale.engines.tiny_model import build_tiny_llama
+from rlscale.engines.generators.graph_decode import GraphDecoder, batch_bucket, record_step
+from rlscale.engines.generators.phases import PhaseRules
+from rlscale.engines.generators.static_decoder import StaticKVDecoder, supports
+from rlscale.engines.kernels.gumbel import gumbel_sample, uniforms, unit_interval
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.policy import token_logprobs
+from rlscale.engines.models.tiny_model import build_tiny_llama
 
 SHAPE = dict(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
              intermediate_size=48, max_position_embeddings=64)
@@ -135,7 +135,7 @@ def test_triton_kernel_matches_the_torch_sampler_in_the_interpreter():
         import triton
         import triton.language as tl
         from triton.language.extra import libdevice
-        from rlscale.engines import gumbel
+        from rlscale.engines.kernels import gumbel
         gumbel.GUMBEL_CHUNK = 2048  # several chunks per row at these widths
         # the GPU path (FAST_LOG: the series of -log(u) near u = 1) with tl.log standing in for the hardware
         # log, which the interpreter lacks; then the accurate path

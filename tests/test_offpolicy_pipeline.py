@@ -13,8 +13,9 @@ import torch
 
 from rlscale.config import compose_run_config
 from rlscale.config.schema import ModelConfig, RunConfig
-from rlscale.engines.char_tokenizer import CharTokenizer
-from rlscale.engines.tiny_model import build_tiny_llama
+from rlscale.engines.generators.build import GeneratorSettings
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.train.components import build_components
 from rlscale.train.pipeline import split_cpu_threads
 from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec, generator_devices
@@ -35,7 +36,7 @@ def test_update_lands_mid_sequence_in_a_generator_process(tmp_path, device):
     new_policy = copy.deepcopy(model)
     new_policy.lm_head.weight.data.zero_()  # uniform sampling: log-probability -log(V) for every token
     devices = generator_devices(torch.device(device), 1)  # CUDA: the next GPU (weights through CUDA IPC)
-    pool = GeneratorPool(GeneratorSpec(cfg, tok, generations=4, threads=1), devices, model, queue_size=1,
+    pool = GeneratorPool(GeneratorSpec(GeneratorSettings.of(cfg), cfg.offpolicy, tok, generations=4, threads=1), devices, model, queue_size=1,
                          log_dir=tmp_path)
     try:
         pool.publish(model.state_dict(), 0)

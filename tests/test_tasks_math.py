@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlscale.config.schema import TaskConfig
-from rlscale.tasks.base import split_think
+from rlscale.core.types import split_think
 from rlscale.tasks import math as math_task
 from rlscale.tasks.champ import final_answer
 from rlscale.tasks.math import (VERIFY_TIMEOUT_S, MathTask, OffThreadVerifier, held_out_split, math_verify_correct,

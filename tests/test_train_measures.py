@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rlscale.engines.phases import Completion
+from rlscale.core.types import Completion
 from rlscale.tasks.base import Problem
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.evaluate import evaluate, pass_rate_se

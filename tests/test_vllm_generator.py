@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from rlscale.config.schema import OFFPOLICY_K, ModelConfig, RunConfig
-from rlscale.engines.char_tokenizer import CharTokenizer
-from rlscale.engines.policy import token_logprobs
-from rlscale.engines.tiny_model import build_tiny_llama
-from rlscale.engines.vllm_trace import Phase, Trace, TraceRules
+from rlscale.engines.generators.vllm_trace import Phase, Trace, TraceRules
+from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.engines.models.policy import token_logprobs
+from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.results.metrics import read_metrics
 
 EOS, CLOSE, INTERRUPT = 2, 4, 5
@@ -115,11 +115,11 @@ def model(tok):
 def start_generator(model, tok, lm_head_fp32: bool = True):
     """An engine lives as long as the process: vLLM keeps its parallel state process-wide, and shutting
     one engine down breaks the others."""
-    from rlscale.engines.vllm_generator import VLLMGenerator
+    from rlscale.engines.generators.vllm_generator import VLLMGenerator
 
     cfg = run_config()
     cfg.precision.lm_head_fp32 = lm_head_fp32
-    return VLLMGenerator(cfg, model, tok)
+    return VLLMGenerator(model, tok, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, cfg.seed)
 
 
 @pytest.fixture(scope="module")

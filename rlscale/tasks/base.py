@@ -9,10 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Protocol
 
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
-
-
 @dataclass(frozen=True)
 class Problem:
     """One prompt. ``index`` is its position in its split (stable across runs for the same config)."""
@@ -47,11 +43,3 @@ class Task(Protocol):
         """A worked solution for the supervised warm-up, or None when the task has none."""
         ...
 
-
-def split_think(completion: str) -> tuple[str, str]:
-    """Split a completion into (think trace, answer text) at the last ``</think>``; a completion without
-    the marker has no answer (the think budget ran out)."""
-    head, sep, tail = completion.rpartition(THINK_CLOSE)
-    if not sep:
-        return completion, ""
-    return head.replace(THINK_OPEN, "", 1), tail.strip()

@@ -12,7 +12,7 @@ from typing import List
 
 import torch
 
-from rlscale.engines.torch_generator import Completion
+from rlscale.core.types import Completion, TrainBatch
 
 
 @dataclass
@@ -27,39 +27,6 @@ class ScoredGroup:
     @property
     def has_signal(self) -> bool:
         return len(set(self.rewards)) > 1
-
-
-@dataclass
-class TrainBatch:
-    """Learner input. Shapes: input_ids/attention_mask [N, L]; gen_logp, mask, versions [N, L-1];
-    rewards, group_ids [N]."""
-
-    input_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    gen_logp: torch.Tensor
-    mask: torch.Tensor
-    versions: torch.Tensor
-    rewards: torch.Tensor
-    group_ids: torch.Tensor
-
-    @property
-    def num_sequences(self) -> int:
-        return self.input_ids.shape[0]
-
-    def rows(self, index: torch.Tensor | slice) -> "TrainBatch":
-        """The rows ``index`` selects (a slice gives views)."""
-        return TrainBatch(*(t[index] for t in (self.input_ids, self.attention_mask, self.gen_logp, self.mask,
-                                               self.versions, self.rewards, self.group_ids)))
-
-    def padded(self, width: int) -> "TrainBatch":
-        """The batch right-padded to ``width`` tokens (padding is outside the mask and the attention)."""
-        extra = width - self.input_ids.shape[1]
-        if extra <= 0:
-            return self
-        pad = torch.nn.functional.pad
-        return TrainBatch(pad(self.input_ids, (0, extra), value=0), pad(self.attention_mask, (0, extra)),
-                          pad(self.gen_logp, (0, extra)), pad(self.mask, (0, extra)),
-                          pad(self.versions, (0, extra), value=-1), self.rewards, self.group_ids)
 
 
 def collate(groups: List[ScoredGroup], pad_id: int) -> TrainBatch:

@@ -14,9 +14,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config.schema import RunConfig
+from rlscale.core.protocols import Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
-from rlscale.engines.policy import count_parameters
-from rlscale.engines.thinking import resolve_think, template_thinks
+from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.engines.models.policy import count_parameters
+from rlscale.engines.models.thinking import resolve_think, template_thinks
 from rlscale.gpus import driver_gpu_count
 from rlscale.rl import LossSpec, NoPositiveResamplingPool
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
@@ -30,10 +32,10 @@ class Components:
     cfg: RunConfig
     device: torch.device
     task: FormattedTask
-    tok: Any
+    tok: PolicyTokenizer
     model: Any
-    generator: Any
-    learner: Any
+    generator: Generator
+    learner: Learner
     pool: NoPositiveResamplingPool
     rng: torch.Generator
     meter: ComputeMeter
@@ -85,14 +87,14 @@ def build_policy(cfg: RunConfig, task: Task, device: torch.device):
     """(model, tokenizer): the cached warmed-up tiny Llama (warmed up with thinking on), or a local HF
     checkpoint; the tokenizer renders prompts with ``generation.think`` resolved for that model."""
     if cfg.model.name == "tiny":
-        from rlscale.engines.char_tokenizer import CharTokenizer
-        from rlscale.engines.tiny_model import load_or_build_tiny
+        from rlscale.engines.models.char_tokenizer import CharTokenizer
+        from rlscale.engines.models.tiny_model import load_or_build_tiny
 
         tok = CharTokenizer(cfg.length.phrase)
         model = load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir))
         model_thinks = True
     else:
-        from rlscale.engines.hf_model import load_hf_policy_for_training
+        from rlscale.engines.models.hf_model import load_hf_policy_for_training
 
         model, tok = load_hf_policy_for_training(cfg.model, cfg.length.phrase)
         model_thinks = template_thinks(tok.tokenizer.chat_template)
@@ -100,21 +102,10 @@ def build_policy(cfg: RunConfig, task: Task, device: torch.device):
     return model.to(device).eval(), tok
 
 
-def build_generator(cfg: RunConfig, model, tok, device: torch.device):
-    if cfg.engine.generator == "vllm":
-        from rlscale.engines.vllm_generator import VLLMGenerator
-
-        return VLLMGenerator(cfg, model, tok)
-    from rlscale.engines.torch_generator import TorchGenerator
-
-    return TorchGenerator(model, tok, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, device,
-                          compiled=cfg.engine.compile, think=tok.think)
-
-
 def longest_sequence(task: Task, tok, generator) -> int:
     """Tokens of the run's longest training sequence: its longest prompt plus the longest completion the
     generator samples (0 when the generator does not say), so a compiled learner pads every batch to one
-    shape (``rlscale.engines.torch_learner``)."""
+    shape (``rlscale.engines.learners.torch_learner``)."""
     longest_completion = getattr(generator, "max_new_tokens", 0)
     if not longest_completion:
         return 0
@@ -125,10 +116,11 @@ def build_learner(cfg: RunConfig, model, max_width: int = 0):
     spec = LossSpec(**asdict(cfg.loss))
     ref_model = copy.deepcopy(model).eval() if cfg.loss.kl_coef > 0 else None
     if cfg.engine.learner == "deepspeed":
-        from rlscale.engines.deepspeed_learner import DeepSpeedLearner
+        from rlscale.engines.learners.deepspeed_learner import DeepSpeedLearner
 
-        return DeepSpeedLearner(cfg, model, spec, ref_model=ref_model)
-    from rlscale.engines.torch_learner import TorchLearner
+        return DeepSpeedLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
+                                cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, ref_model=ref_model)
+    from rlscale.engines.learners.torch_learner import TorchLearner
 
     return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
                         micro_batch=cfg.batch.micro_batch, ref_model=ref_model,
@@ -148,7 +140,7 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
-    generator = build_generator(cfg, model, tok, device)
+    generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
     compiles = cfg.engine.compile and device.type == "cuda"
     learner = build_learner(cfg, model, longest_sequence(task, tok, generator) if compiles else 0)
     split = len(task.train_problems())

@@ -18,7 +18,8 @@ from typing import List, Sequence
 
 import torch
 
-from rlscale.engines.phases import Completion
+from rlscale.core.protocols import Generator, PolicyTokenizer
+from rlscale.core.types import Completion
 from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Problem
 from rlscale.train.rollouts import score_completion
@@ -56,8 +57,8 @@ def sample_record(task: FormattedTask, problem: Problem, completion: Completion,
             "interrupted": completion.interrupted}
 
 
-def evaluate(task: FormattedTask, tok, generator, problems: List[Problem], samples: int, seed: int, step: int,
-             logged: int = 0) -> EvalResult:
+def evaluate(task: FormattedTask, tok: PolicyTokenizer, generator: Generator, problems: List[Problem], samples: int,
+             seed: int, step: int, logged: int = 0) -> EvalResult:
     rng = torch.Generator().manual_seed(EVAL_SEED_BASE + 1_000_003 * seed)
     flat = [p for p in problems for _ in range(samples)]
     correct: List[bool] = []

@@ -20,19 +20,20 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from omegaconf import DictConfig
 
+from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS
-from rlscale.engines.deepspeed_learner import follower_rank
+from rlscale.engines.learners.deepspeed_learner import follower_rank
 from rlscale.results.errors import Refused
 from rlscale.results.lock import FolderLock
 from rlscale.results.metrics import MetricsLog
 from rlscale.results.process import host
 from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
-from rlscale.train.batch import ScoredGroup, TrainBatch, collate
+from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
+from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
 from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
-from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 
 log = logging.getLogger("rlscale.train")
 
@@ -231,7 +232,7 @@ def train(cfg: DictConfig, run_dir: Path, stop_at: Optional[int] = None,
           sinks: Sequence[MetricsSink] = ()) -> str:
     """Train or resume one run (pausing at step ``stop_at``: state pending); write status.json; return the
     final state. Ranks > 0 of a DeepSpeed launch only mirror rank 0's learner calls and write nothing
-    (rlscale.engines.deepspeed_learner).
+    (rlscale.engines.learners.deepspeed_learner).
 
     The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
     metrics is refused (rlscale.train.checkpoint.check_resumable): both raise ``Refused`` before

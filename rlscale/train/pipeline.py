@@ -46,6 +46,7 @@ import torch
 
 from rlscale.config.schema import RunConfig
 from rlscale.engines.compile_cost import STALLS
+from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.rl import PoolExhausted
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.checkpoint import CHECKPOINT
@@ -101,7 +102,8 @@ class PipelineSource:
         self.chunk = math.ceil(self.prompts / off.num_generators)
         self.seed = cfg.seed
         device = next(model.parameters()).device
-        spec = GeneratorSpec(cfg, sampler.tok, cfg.batch.generations, split_cpu_threads(device, off.num_generators))
+        spec = GeneratorSpec(GeneratorSettings.of(cfg), off, sampler.tok, cfg.batch.generations,
+                             split_cpu_threads(device, off.num_generators))
         self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.queue_size,
                                      run_dir)
         self.consumed = 0                      # groups handed to the trainer

@@ -28,11 +28,12 @@ from typing import Any, Callable, List, Optional
 import torch
 import torch.multiprocessing as mp
 
-from rlscale.config.schema import RunConfig
+from rlscale.config.schema import OffpolicyConfig
+from rlscale.core.protocols import PolicyTokenizer
+from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
-from rlscale.engines.torch_generator import Completion
+from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.results.atomic import atomic_write
-from rlscale.train.components import build_generator
 from rlscale.train.pipeline_weights import (POLL_S, NewestVersions, PolicyReplica, ScheduledVersions, SharedWeights,
                                             Weights)
 
@@ -43,10 +44,12 @@ SPOOL_ROOT = Path("/dev/shm")
 
 @dataclass
 class GeneratorSpec:
-    """What every generator process is built from."""
+    """What every generator process is built from: the generator's own settings and the off-policy section
+    (in-flight update schedule, Section 3.1)."""
 
-    cfg: RunConfig
-    tok: Any
+    generator: GeneratorSettings
+    offpolicy: OffpolicyConfig
+    tok: PolicyTokenizer
     generations: int
     threads: int
 
@@ -158,8 +161,8 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
             torch.cuda.set_device(device)  # kernels launch on the current device
             STALLS.hook_compiler()
         replica = PolicyReplica(shared, torch.device(device))
-        generator = build_generator(spec.cfg, replica.model, spec.tok, torch.device(device))
-        every = spec.cfg.offpolicy.update_every_tokens
+        generator = build_generator(spec.generator, replica.model, spec.tok, torch.device(device))
+        every = spec.offpolicy.update_every_tokens
         while True:
             request: ChunkRequest = _poll(lambda: requests.get(timeout=POLL_S), check)
             status.started(rank)
@@ -198,7 +201,7 @@ class GeneratorPool:
                  log_dir: Path):
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload([__name__, type(model).__module__])  # the server imports these once
-        off = spec.cfg.offpolicy
+        off = spec.offpolicy
         self.shared = SharedWeights(model, ctx, slots=off.max_lag + 1 if off.update_every_tokens else 1)
         self.requests = ctx.Queue()
         self.results = ctx.Queue(maxsize=queue_size)

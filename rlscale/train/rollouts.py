@@ -10,7 +10,8 @@ from typing import Callable, List, Optional, Protocol
 import torch
 
 from rlscale.config.schema import FilteringConfig, LengthConfig
-from rlscale.engines.torch_generator import Completion
+from rlscale.core.protocols import Generator, PolicyTokenizer
+from rlscale.core.types import Completion
 from rlscale.rl import NoPositiveResamplingPool, dapo_length_penalty
 from rlscale.tasks.base import Problem, Task
 from rlscale.train.batch import ScoredGroup
@@ -39,8 +40,9 @@ class RolloutSampler:
     """Draws prompts from the pool, generates ``generations`` completions for each, scores them, and
     feeds the pass rates back to the pool (No-Positive-Resampling history)."""
 
-    def __init__(self, task: Task, tok, generator, pool: NoPositiveResamplingPool, generations: int,
-                 filtering: FilteringConfig, length: LengthConfig, rng: torch.Generator, meter: ComputeMeter):
+    def __init__(self, task: Task, tok: PolicyTokenizer, generator: Generator, pool: NoPositiveResamplingPool,
+                 generations: int, filtering: FilteringConfig, length: LengthConfig, rng: torch.Generator,
+                 meter: ComputeMeter):
         self.task, self.tok, self.generator, self.pool = task, tok, generator, pool
         self.problems = task.train_problems()
         self.generations = generations

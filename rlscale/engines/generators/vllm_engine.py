@@ -9,7 +9,7 @@ step the engine one decode step at a time. vLLM's temporary and cache files (its
 first generation included) stay in the process's work folder under the system temporary directory.
 
 LM-head precision (Section 3.2): vLLM computes the head in ``head_dtype`` by casting the hidden states
-and the head weight, exactly as ``rlscale.engines.policy.head_output`` does, so the FP32 head (ScaleRL)
+and the head weight, exactly as ``rlscale.engines.models.policy.head_output`` does, so the FP32 head (ScaleRL)
 and the bf16 head (baseline) are both honoured whatever the model's dtype.
 """
 from __future__ import annotations

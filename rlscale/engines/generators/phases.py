@@ -6,7 +6,7 @@ With ``interruption`` a trace still thinking at its budget (drawn from the windo
 truncated there. An answer ends at the end-of-sequence token or is truncated at ``max_answer`` tokens.
 Every token records its generator log-probability and whether it was sampled (forced tokens are not
 trained on). The state lives in fixed tensors updated in place once per decode step, so the eager
-generator and a captured CUDA graph (``rlscale.engines.graph_decode``) run the same code.
+generator and a captured CUDA graph (``rlscale.engines.generators.graph_decode``) run the same code.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 
 import torch
 
-from rlscale.tasks.base import split_think
+from rlscale.core.types import Completion
 
 
 @dataclass(frozen=True)
@@ -33,29 +33,6 @@ class PhaseRules:
         answer + 1)."""
         trace = longest_budget + len(self.interrupt_ids) if self.think else 0
         return trace + self.max_answer + 1
-
-
-@dataclass
-class Completion:
-    """One sampled completion. ``sampled[t]`` is False for forced tokens (the interruption phrase),
-    which are not trained on. ``versions[t]``: policy version that produced token t."""
-
-    prompt_ids: List[int]
-    tokens: List[int]
-    gen_logp: List[float]
-    sampled: List[bool]
-    versions: List[int]
-    interrupted: bool = False
-    truncated: bool = False
-    think_tokens: int = 0
-    text: str = ""
-    thinks: bool = True
-
-    @property
-    def answer(self) -> str:
-        """The answer text: after the last ``</think>`` of a thinking trace (none if it never closed),
-        else the whole completion."""
-        return split_think(self.text)[1] if self.thinks else self.text.strip()
 
 
 class TracePhases:

@@ -4,40 +4,30 @@ Every sampled token records the generator's log-probability (the denominator of 
 the policy version that sampled it (PipelineRL, Section 3.1). Length control (Section 3.2): with
 ``interruption`` a trace still thinking at its budget (drawn uniformly from the window) gets the
 interruption phrase forced in, then the answer is generated; otherwise it is truncated there
-(``rlscale.engines.phases``).
+(``rlscale.engines.generators.phases``).
 
 Two engines share that bookkeeping. On CUDA, for Llama / Qwen2 / Qwen3-shaped models, the GPU path of
-``rlscale.engines.graph_decode`` (static KV cache, fused Gumbel-max sampling, CUDA graphs; the sampling
+``rlscale.engines.generators.graph_decode`` (static KV cache, fused Gumbel-max sampling, CUDA graphs; the sampling
 seed is drawn from ``rng``). Elsewhere, HF's forward with a ``DynamicCache`` and ``torch.multinomial``
 driven by ``rng`` itself (on CPU the draws are those of ``rng``, so a seeded run repeats exactly).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
 import torch
 from transformers import DynamicCache
 
 from rlscale.config.schema import GenerationConfig, LengthConfig
-from rlscale.engines import static_decoder
-from rlscale.engines.graph_decode import GraphDecoder
-from rlscale.engines.phases import Completion, PhaseRules, TracePhases, left_pad
-from rlscale.engines.policy import head_logits
-from rlscale.engines.tokens import PolicyTokenizer
+from rlscale.core.protocols import PolicyTokenizer
+from rlscale.core.types import Completion, GenerationStats
+from rlscale.engines.generators import static_decoder
+from rlscale.engines.generators.graph_decode import GraphDecoder
+from rlscale.engines.generators.phases import PhaseRules, TracePhases, left_pad
+from rlscale.engines.models.policy import head_logits
 
-__all__ = ["Completion", "GenerationStats", "TorchGenerator"]
 SEED_BOUND = 2**62
-
-
-@dataclass
-class GenerationStats:
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    decode_steps: int = 0
-    seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 def backbone_step(model, ids: torch.Tensor, attn: torch.Tensor, positions: torch.Tensor, cache: DynamicCache):

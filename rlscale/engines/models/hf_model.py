@@ -6,10 +6,10 @@ de-quantizes it to ``model.dtype``). Loading is offline: nothing is fetched from
 a real instruct model small enough for CPU tests.
 
 Prompts follow the model's chat template; with thinking on (``generation.think``,
-``rlscale.engines.thinking``), the assistant turn opens with ``<think>`` and the trainer closes the trace
+``rlscale.engines.models.thinking``), the assistant turn opens with ``<think>`` and the trainer closes the trace
 itself (Section 3.2's interruption phrase ends in ``</think>``). The LM-head precision (Section 3.2, FP32
 head) is the trainer's concern, not the loader's. ``HFPolicyTokenizer`` gives the generator and learner the
-token ids they need (``rlscale.engines.tokens.PolicyTokenizer``).
+token ids they need (``rlscale.core.protocols.PolicyTokenizer``).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 import torch
 
 from rlscale.config.schema import ModelConfig
-from rlscale.tasks.base import THINK_CLOSE, THINK_OPEN
+from rlscale.core.types import THINK_CLOSE, THINK_OPEN
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

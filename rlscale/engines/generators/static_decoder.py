@@ -5,7 +5,7 @@ place, and per decode step it must read little more than the weights and the liv
 ``DynamicCache`` grows its tensors (a copy per step) and rebuilds masks on the host; here the cache is
 allocated once per batch (``StaticKVCache``), the new key/value is written into slot ``slot`` with
 ``index_copy_`` and attention reads the first ``kv_len`` slots, so every tensor has a fixed shape and
-address: a decode step can be captured in a CUDA graph (``rlscale.engines.graph_decode``).
+address: a decode step can be captured in a CUDA graph (``rlscale.engines.generators.graph_decode``).
 
 The weights are the HF model's own tensors (layer norms, output and down projections, embedding), plus
 copies made by ``refresh``: q/k/v fused into one matrix, gate/up into one (one GEMM instead of three or
@@ -22,7 +22,7 @@ from typing import List, Optional
 import torch
 import torch.nn.functional as F
 
-from rlscale.engines.decode_attention import available, decode_attention, decode_attention_reference
+from rlscale.engines.kernels.decode_attention import available, decode_attention, decode_attention_reference
 
 SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
 
@@ -263,7 +263,7 @@ class StaticKVDecoder:
         q = self.step_first(x, self.layers[0], cos, sin, self.dims, self.eps, cache.kv[0], slot)
         keys, values = cache.keys, cache.values
         for i, layer in enumerate(self.layers):
-            # grouped-query attention without repeating the cache (rlscale.engines.decode_attention); the
+            # grouped-query attention without repeating the cache (rlscale.engines.kernels.decode_attention); the
             # cache write stays outside the attention kernel: inside it, it cost the kernel 1.3-1.5x (H200)
             out = self.attend(q.view(batch, self.kv_heads, groups, self.head_dim), keys[i], values[i], cache.mask,
                               kv_len).reshape(batch, self.heads * self.head_dim)
@@ -273,7 +273,7 @@ class StaticKVDecoder:
         return self.step_last(x, out, self.layers[-1], self.norm, self.eps)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Logits [B, V] with the head in the precision of ``rlscale.engines.policy.head_logits``: float32
+        """Logits [B, V] with the head in the precision of ``rlscale.engines.models.policy.head_logits``: float32
         from the FP32 head; bf16 from the bf16 head, the values ``head_logits`` casts to float32, left for
         the consumer to upcast as it reads them (a separate cast of [B, V] took 6 % of a Qwen2-0.5B decode
         step on an H200)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from rlscale.tasks.base import THINK_OPEN
+from rlscale.core.types import THINK_OPEN
 
 THINKING_MARKERS = ("enable_thinking", THINK_OPEN)
 

@@ -1,10 +1,7 @@
 """The plain torch learner: AdamW with linear warm-up then a constant lr (Section 2: lr 5e-7, eps 1e-15,
 weight decay 0.01, 100 warm-up steps; scaled here by config), gradient accumulation over micro-batches
-with the batch's global aggregation weights, gradient clipping.
-
-Advantages and aggregation weights are computed once over the whole batch by the caller, so the sum
-of the micro-batch losses is exactly the full-batch loss (Section 3.2 aggregation is not changed by
-gradient accumulation).
+with the batch's global aggregation weights (``rlscale.engines.learners.update``: the sum of the
+micro-batch losses is exactly the full-batch loss), gradient clipping.
 
 Precision. A policy held in bf16 (``model.dtype=bfloat16``, the GPU setting) computes forward and
 backward in bf16 while the learner keeps fp32 master weights: each micro-batch's bf16 gradients are
@@ -27,15 +24,16 @@ the padded width fell from 128 to 64.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import List, Optional
+from functools import partial
+from typing import List, Tuple
 
 import torch
 
 from rlscale.config.schema import OptimConfig
-from rlscale.engines.policy import token_logprobs
-from rlscale.rl import LossInputs, LossSpec, policy_loss
-from rlscale.train.batch import TrainBatch
+from rlscale.core.types import StepResult, TrainBatch
+from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
+from rlscale.engines.models.policy import token_logprobs
+from rlscale.rl import LossSpec
 
 LENGTH_BLOCK = 32
 
@@ -43,25 +41,6 @@ LENGTH_BLOCK = 32
 def length_bucket(width: int) -> int:
     """The padded width of a batch of ``width`` tokens: the next multiple of ``LENGTH_BLOCK``."""
     return -(-width // LENGTH_BLOCK) * LENGTH_BLOCK
-
-
-@dataclass
-class StepResult:
-    loss: float
-    grad_norm: float
-    clip_fraction: float
-    ratio_mean: float
-    entropy: float
-    kl: Optional[float]
-    trained_tokens: int
-
-
-def build_optimizer(model, cfg: OptimConfig, params=None, fused: bool = False):
-    """AdamW over ``params`` (default: the model's) and the warm-up schedule; ``fused`` for CUDA tensors."""
-    opt = torch.optim.AdamW(model.parameters() if params is None else params, lr=cfg.lr, betas=tuple(cfg.betas),
-                            eps=cfg.eps, weight_decay=cfg.weight_decay, fused=fused or None)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
-    return opt, sched
 
 
 class MasterWeights:
@@ -99,10 +78,6 @@ def pad_columns(weights: torch.Tensor, batch: TrainBatch) -> torch.Tensor:
     return torch.nn.functional.pad(weights, (0, batch.mask.shape[1] - weights.shape[1]))
 
 
-def to_device(batch: TrainBatch, device: torch.device) -> TrainBatch:
-    return TrainBatch(**{f.name: getattr(batch, f.name).to(device) for f in fields(TrainBatch)})
-
-
 class TorchLearner:
     def __init__(self, model, optim_cfg: OptimConfig, loss_spec: LossSpec, fp32_head: bool, temperature: float,
                  micro_batch: int = 0, ref_model=None, compiled: bool = False, max_width: int = 0):
@@ -137,8 +112,12 @@ class TorchLearner:
         return self.logprobs(model, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy)
 
     @torch.no_grad()
-    def _logprobs_of(self, model, batch: TrainBatch) -> torch.Tensor:
-        return self._logprobs(model, batch.input_ids).logp
+    def _scored(self, model, input_ids: torch.Tensor) -> torch.Tensor:
+        return self._logprobs(model, input_ids).logp
+
+    def _trained(self, input_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        out = self._logprobs(self.model, input_ids, with_entropy=True)
+        return out.logp, out.entropy
 
     def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
         """One optimizer update on ``batch`` with global ``weights`` [N, L-1] (loss = sum W * per_token)."""
@@ -148,30 +127,24 @@ class TorchLearner:
         kl_seen = False
         tokens_in_loss = float(batch.mask.sum())
         micro_batches = self._micro_batches(batch.num_sequences)
-        shares = [float(batch.mask[rows].sum()) / max(tokens_in_loss, 1.0) for rows in micro_batches]
+        shares = token_shares(batch, micro_batches)
         # the whole batch moves once: a copy from pageable host memory waits for the stream, so a copy per
         # micro-batch would drain the GPU's queue between micro-batches
         if self.compiled:
             batch = batch.padded(self.padded_width(batch.input_ids.shape[1]))
             weights = pad_columns(weights, batch)
-        batch, advantages, weights = to_device(batch, dev), advantages.to(dev), weights.to(dev)
+        batch, advantages, weights = batch.to(dev), advantages.to(dev), weights.to(dev)
+        proximal = partial(self._scored, self.model)
+        reference = partial(self._scored, self.ref_model) if self.ref_model is not None else None
         self.optimizer.zero_grad(set_to_none=True)
         for rows, share in zip(micro_batches, shares):
-            mb = batch.rows(rows)
-            prox = self._logprobs_of(self.model, mb) if self.loss_spec.tis_cap is not None else None
-            ref = self._logprobs_of(self.ref_model, mb) if self.ref_model is not None else None
-            out_lp = self._logprobs(self.model, mb.input_ids, with_entropy=True)
-            out = policy_loss(LossInputs(logp=out_lp.logp, gen_logp=mb.gen_logp, advantages=advantages[rows],
-                                         mask=mb.mask, prox_logp=prox, ref_logp=ref), self.loss_spec)
-            loss = (weights[rows] * out.per_token).sum()
-            loss.backward()
+            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss_spec, self._trained,
+                                    proximal, reference, share, tokens_in_loss)
+            part.loss.backward()
             if self.master is not None:
                 self.master.collect_grads()
-            kl = out.kl.detach() * share if out.kl is not None else torch.zeros((), device=dev)
-            kl_seen = kl_seen or out.kl is not None
-            stats += torch.stack([loss.detach().double(), out.clip_fraction.detach().double() * share,
-                                  out.ratio_mean.detach().double() * share,
-                                  (out_lp.entropy * mb.mask).sum().double() / max(tokens_in_loss, 1.0), kl.double()])
+            kl_seen = kl_seen or part.has_kl
+            stats += part.stats
         params = self.master.master if self.master is not None else self.optimizer.param_groups[0]["params"]
         grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip)
         if torch.isfinite(grad_norm) and tokens_in_loss > 0:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import List, Optional, Sequence
 
-from rlscale.engines.torch_generator import Completion
+from rlscale.core.types import Completion
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from rlscale.config.schema import ModelConfig, TaskConfig
-from rlscale.engines.char_tokenizer import CharTokenizer
+from rlscale.core.types import THINK_CLOSE
+from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.results.atomic import atomic_write
-from rlscale.tasks.base import THINK_CLOSE, Demonstration, Task
+from rlscale.tasks.base import Demonstration, Task
 
 WARMUP_VERSION = 2
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)

@@ -3,8 +3,8 @@
 Same contract as ``TorchGenerator.generate``: completions with the generator's log-prob of every
 sampled token (the denominator of rho, Section 3.2), the policy version that sampled each token
 (PipelineRL, Section 3.1), and length control by interruption or truncation (Section 3.2; see
-``rlscale.engines.vllm_trace``). The LM head runs in FP32 when ``precision.lm_head_fp32`` (ScaleRL),
-in bf16 otherwise (``rlscale.engines.vllm_engine``).
+``rlscale.engines.generators.vllm_trace``). The LM head runs in FP32 when ``precision.lm_head_fp32`` (ScaleRL),
+in bf16 otherwise (``rlscale.engines.generators.vllm_engine``).
 
 Weights: the engine holds its own copy of ``model``'s. ``load_weights(state_dict, version)`` replaces
 it in place, without restarting the engine. The engine follows ``model`` as the torch generator does:
@@ -25,11 +25,11 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
-from rlscale.config.schema import RunConfig
-from rlscale.engines.tokens import PolicyTokenizer
-from rlscale.engines.torch_generator import Completion, GenerationStats
-from rlscale.engines.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
-from rlscale.engines.vllm_trace import EngineRequest, Trace, TraceRules
+from rlscale.config.schema import GenerationConfig, LengthConfig
+from rlscale.core.protocols import PolicyTokenizer
+from rlscale.core.types import Completion, GenerationStats
+from rlscale.engines.generators.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
+from rlscale.engines.generators.vllm_trace import EngineRequest, Trace, TraceRules
 
 SEED_BOUND = 2**31 - 1
 
@@ -37,17 +37,18 @@ SEED_BOUND = 2**31 - 1
 class VLLMGenerator:
     """Samples completions of ``model``'s current policy with an in-process vLLM engine."""
 
-    def __init__(self, cfg: RunConfig, model, tok: PolicyTokenizer):
+    def __init__(self, model, tok: PolicyTokenizer, gen_cfg: GenerationConfig, length_cfg: LengthConfig,
+                 fp32_head: bool, seed: int):
         self.model = model
         self.tok = tok
-        self.gen_cfg = cfg.generation
-        self.length_cfg = cfg.length
+        self.gen_cfg = gen_cfg
+        self.length_cfg = length_cfg
         self.rules = TraceRules(eos_id=tok.eos_id, think_close_ids=list(tok.think_close_ids),
-                                interrupt_ids=list(tok.interrupt_ids), max_answer_tokens=cfg.generation.max_answer_tokens,
-                                interruption=cfg.length.name == "interruption", think=tok.think)
+                                interrupt_ids=list(tok.interrupt_ids), max_answer_tokens=gen_cfg.max_answer_tokens,
+                                interruption=length_cfg.name == "interruption", think=tok.think)
         self.stats = GenerationStats()
         checkpoint = export_checkpoint(model)
-        self.llm = start_engine(checkpoint, engine_settings(model, cfg.precision.lm_head_fp32, cfg.seed))
+        self.llm = start_engine(checkpoint, engine_settings(model, fp32_head, seed))
         shutil.rmtree(checkpoint)  # the engine holds the weights now; updates travel as tensors
         self.version = 0
         self._prefix_cache_stale = False

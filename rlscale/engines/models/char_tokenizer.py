@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Sequence
 
-from rlscale.tasks.base import THINK_CLOSE, THINK_OPEN
+from rlscale.core.types import THINK_CLOSE, THINK_OPEN
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 INTERRUPT = "<interrupt>"

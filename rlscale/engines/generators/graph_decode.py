@@ -2,8 +2,8 @@
 
 vLLM (the paper's generator, Section 2) cannot be carried to the lent GPUs, so the native generator must
 be fast there. One decode step is: LM head (FP32 or bf16, Section 3.2) -> Gumbel-max draw and
-logsumexp (``rlscale.engines.gumbel``) -> interruption forcing and phase bookkeeping
-(``rlscale.engines.phases``) -> the generator's log-probability of the chosen token -> forward of that
+logsumexp (``rlscale.engines.kernels.gumbel``) -> interruption forcing and phase bookkeeping
+(``rlscale.engines.generators.phases``) -> the generator's log-probability of the chosen token -> forward of that
 token through ``StaticKVDecoder`` into the cache. Everything reads and writes fixed buffers and the
 step counter is a device tensor, so the whole step is captured once as a CUDA graph and replayed: the
 host does one replay per token plus a done-check every ``CHECK_EVERY`` steps.
@@ -29,10 +29,11 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
-from rlscale.engines.gumbel import gumbel_sample
-from rlscale.engines.phases import Completion, PhaseRules, TracePhases, left_pad
-from rlscale.engines.static_decoder import StaticKVDecoder
+from rlscale.engines.generators.phases import PhaseRules, TracePhases, left_pad
+from rlscale.engines.generators.static_decoder import StaticKVDecoder
+from rlscale.engines.kernels.gumbel import gumbel_sample
 
 KV_BLOCK = 64
 CHECK_EVERY = 8

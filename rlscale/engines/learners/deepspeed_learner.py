@@ -39,17 +39,18 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
+from functools import partial
 from typing import Any, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from rlscale.config.schema import RunConfig
-from rlscale.engines.policy import token_logprobs
-from rlscale.engines.torch_learner import StepResult, build_optimizer, to_device
-from rlscale.rl import LossInputs, LossSpec, policy_loss
-from rlscale.train.batch import TrainBatch
+from rlscale.config.schema import OptimConfig
+from rlscale.core.types import StepResult, TrainBatch
+from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
+from rlscale.engines.models.policy import token_logprobs
+from rlscale.rl import LossSpec
 
 log = logging.getLogger("rlscale.deepspeed")
 
@@ -155,15 +156,15 @@ def _to_cpu(obj: Any) -> Any:
     return obj
 
 
-def deepspeed_config(cfg: RunConfig, world_size: int, bf16: bool) -> dict:
+def deepspeed_config(grad_clip: float, zero_stage: int, world_size: int, bf16: bool) -> dict:
     """One accumulation step per DeepSpeed step (the learner accumulates itself); the client AdamW is
     used as is (``zero_allow_untested_optimizer``), with ZeRO's global-norm clipping."""
     return {
         "train_micro_batch_size_per_gpu": 1,
         "gradient_accumulation_steps": 1,
         "train_batch_size": world_size,
-        "gradient_clipping": cfg.optim.grad_clip,
-        "zero_optimization": {"stage": cfg.engine.zero_stage},
+        "gradient_clipping": grad_clip,
+        "zero_optimization": {"stage": zero_stage},
         "bf16": {"enabled": bf16},
         "zero_allow_untested_optimizer": True,
         "steps_per_print": 2 ** 62,
@@ -174,36 +175,37 @@ class DeepSpeedLearner:
     """``TorchLearner``'s interface (``step``, ``scheduler``, ``state_dict``/``load_state_dict``) over a
     DeepSpeed ZeRO engine, plus ``follow`` (ranks > 0) and ``close`` (rank 0 releases the followers)."""
 
-    def __init__(self, cfg: RunConfig, model: nn.Module, loss_spec: LossSpec, ref_model: Optional[nn.Module] = None):
+    def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_spec: LossSpec, fp32_head: bool,
+                 temperature: float, micro_batch: int, zero_stage: int, dtype: str,
+                 ref_model: Optional[nn.Module] = None):
         import deepspeed
 
-        if cfg.engine.zero_stage not in ZERO_STAGES:
-            raise ValueError(f"engine.zero_stage={cfg.engine.zero_stage}: expected one of {ZERO_STAGES}")
-        if cfg.model.dtype == "float16":
+        if zero_stage not in ZERO_STAGES:
+            raise ValueError(f"engine.zero_stage={zero_stage}: expected one of {ZERO_STAGES}")
+        if dtype == "float16":
             raise ValueError("engine.learner=deepspeed: model.dtype=float16 needs loss scaling; use bfloat16")
         logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
         cuda = next(model.parameters()).device.type == "cuda"
         self.topo = _init_process_group(cuda)
         self.commands = dist.new_group(backend="gloo", timeout=FOLLOWER_TIMEOUT)
-        bf16 = cuda and cfg.model.dtype == "bfloat16"
+        bf16 = cuda and dtype == "bfloat16"
         if not cuda:
             log.info("DeepSpeed learner on CPU: training in fp32 (gloo)")
-        dtype = torch.bfloat16 if bf16 else torch.float32
+        torch_dtype = torch.bfloat16 if bf16 else torch.float32
         self.loss_spec = loss_spec
-        self.micro_batch = cfg.batch.micro_batch
-        zero3 = cfg.engine.zero_stage == 3
+        self.micro_batch = micro_batch
+        zero3 = zero_stage == 3
         # ZeRO-3 partitions what it trains: rank 0 keeps ``model`` whole for its generator
-        self.generator_model = model.to(self.topo.device, dtype) if zero3 and self.topo.leader else None
+        self.generator_model = model.to(self.topo.device, torch_dtype) if zero3 and self.topo.leader else None
         trained = copy.deepcopy(model) if self.generator_model is not None else model
-        self.module = PolicyLogprobs(trained.to(self.topo.device, dtype), cfg.precision.lm_head_fp32,
-                                     cfg.generation.temperature)
+        self.module = PolicyLogprobs(trained.to(self.topo.device, torch_dtype), fp32_head, temperature)
         if zero3:
             deepspeed.zero.register_external_parameter(self.module, trained.get_output_embeddings().weight)
-        self.ref_model = ref_model.to(self.topo.device, dtype).eval() if ref_model is not None else None
-        optimizer, self.scheduler = build_optimizer(self.module, cfg.optim)
+        self.ref_model = ref_model.to(self.topo.device, torch_dtype).eval() if ref_model is not None else None
+        optimizer, self.scheduler = build_optimizer(self.module, optim_cfg)
+        config = deepspeed_config(optim_cfg.grad_clip, zero_stage, self.topo.world_size, bf16)
         self.engine, _, _, _ = deepspeed.initialize(model=self.module, optimizer=optimizer,
-                                                    lr_scheduler=self.scheduler,
-                                                    config=deepspeed_config(cfg, self.topo.world_size, bf16))
+                                                    lr_scheduler=self.scheduler, config=config)
         self.engine.eval()
         self.closed = False
 
@@ -257,11 +259,16 @@ class DeepSpeedLearner:
             dist.broadcast_object_list([command.value, payload], src=0, group=self.commands)
 
     @torch.no_grad()
-    def _scored(self, part: TrainBatch, reference: bool) -> torch.Tensor:
-        """Log-probs of ``part`` under the current weights (the TIS proximal policy) or the reference."""
+    def _scored(self, input_ids: torch.Tensor, reference: bool) -> torch.Tensor:
+        """Log-probs of ``input_ids`` under the current weights (the TIS proximal policy) or the reference."""
         if reference:
-            return token_logprobs(self.ref_model, part.input_ids, self.module.fp32_head, self.module.temperature).logp
-        return self.engine(part.input_ids)[0]
+            return token_logprobs(self.ref_model, input_ids, self.module.fp32_head, self.module.temperature).logp
+        return self.engine(input_ids)[0]
+
+    def _trained(self, input_ids: torch.Tensor, boundary: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The trained pass; ``boundary`` on the last pass of the update (where the gradients are reduced)."""
+        self.engine.set_gradient_accumulation_boundary(boundary)
+        return self.engine(input_ids, with_entropy=True)
 
     def _step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
         tokens_in_loss = float(batch.mask.sum())
@@ -276,26 +283,21 @@ class DeepSpeedLearner:
         plan = plan_micro_batches(batch.num_sequences, self.topo.world_size, self.topo.rank, self.micro_batch)
         # as in TorchLearner: the batch (and the passes' row indices) move to the device once and the
         # statistics stay there until the update is done, so the micro-batches run without waiting for the host
-        batch, advantages, weights = to_device(batch, dev), advantages.to(dev), weights.to(dev)
+        shares = token_shares(batch, [mb.rows for mb in plan])
+        batch, advantages, weights = batch.to(dev), advantages.to(dev), weights.to(dev)
         pass_rows = [mb.rows.to(dev) for mb in plan]
+        proximal = partial(self._scored, reference=False)
+        reference = partial(self._scored, reference=True) if with_kl else None
         # summed over ranks: loss, clip fraction, ratio mean, entropy, kl (token-share weighted)
         totals = torch.zeros(5, dtype=torch.float64, device=dev)
-        for i, (mb, rows) in enumerate(zip(plan, pass_rows)):
-            part = batch.rows(rows)
-            prox = self._scored(part, reference=False) if self.loss_spec.tis_cap is not None else None
-            ref = self._scored(part, reference=True) if self.ref_model is not None else None
-            self.engine.set_gradient_accumulation_boundary(i == len(plan) - 1)
-            logp, entropy = self.engine(part.input_ids, with_entropy=True)
-            out = policy_loss(LossInputs(logp=logp, gen_logp=part.gen_logp, advantages=advantages[rows],
-                                         mask=part.mask, prox_logp=prox, ref_logp=ref), self.loss_spec)
-            loss = (weights[rows] * out.per_token).sum() * (0.0 if mb.ballast else 1.0)
-            self.engine.backward(loss * self.topo.world_size)  # DeepSpeed averages gradients over ranks
-            if mb.ballast:
-                continue
-            share = part.mask.sum() / tokens_in_loss
-            kl = out.kl.detach() * share if out.kl is not None else torch.zeros((), device=dev)
-            totals += torch.stack([t.detach().double() for t in (
-                loss, out.clip_fraction * share, out.ratio_mean * share, (entropy * part.mask).sum() / tokens_in_loss, kl)])
+        for i, (mb, rows, share) in enumerate(zip(plan, pass_rows, shares)):
+            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss_spec,
+                                    partial(self._trained, boundary=i == len(plan) - 1), proximal, reference,
+                                    share, tokens_in_loss)
+            # DeepSpeed averages gradients over ranks; a ballast pass only keeps the collectives in step
+            self.engine.backward(part.loss * (0.0 if mb.ballast else float(self.topo.world_size)))
+            if not mb.ballast:
+                totals += part.stats
         self.engine.step()
         totals = totals.cpu()  # the command group is gloo
         dist.all_reduce(totals, group=self.commands)

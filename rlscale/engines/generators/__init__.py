@@ -1,0 +1,1 @@
+"""Generators: sample completions with per-token log-probabilities and policy versions (torch | vLLM)."""

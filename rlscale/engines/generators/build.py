@@ -1,0 +1,41 @@
+"""The generator's own config and the configured generator (``engine.generator``): the native torch
+generator or vLLM, with the run's generation and length-control settings (Section 3.2), the LM-head
+precision (Section 3.2) and the sampling seed. A generator process of PipelineRL (Section 3.1) is built
+from these settings alone."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rlscale.config.schema import GenerationConfig, LengthConfig, RunConfig
+from rlscale.core.protocols import Generator, PolicyTokenizer
+
+
+@dataclass(frozen=True)
+class GeneratorSettings:
+    """``backend``: ``engine.generator``; ``compiled``: ``engine.compile`` (the torch generator's GPU path);
+    ``fp32_head``: ``precision.lm_head_fp32``; ``seed``: the run's seed (vLLM's engine seed)."""
+
+    backend: str
+    generation: GenerationConfig
+    length: LengthConfig
+    fp32_head: bool
+    compiled: bool
+    seed: int
+
+    @classmethod
+    def of(cls, cfg: RunConfig) -> "GeneratorSettings":
+        return cls(cfg.engine.generator, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, cfg.engine.compile,
+                   cfg.seed)
+
+
+def build_generator(settings: GeneratorSettings, model, tok: PolicyTokenizer, device: torch.device) -> Generator:
+    if settings.backend == "vllm":
+        from rlscale.engines.generators.vllm_generator import VLLMGenerator
+
+        return VLLMGenerator(model, tok, settings.generation, settings.length, settings.fp32_head, settings.seed)
+    from rlscale.engines.generators.torch_generator import TorchGenerator
+
+    return TorchGenerator(model, tok, settings.generation, settings.length, settings.fp32_head, device,
+                          compiled=settings.compiled, think=tok.think)

@@ -1,0 +1,1 @@
+"""Learners: one optimizer update per batch (torch | DeepSpeed ZeRO)."""
