@@ -29,6 +29,7 @@ DEADLINE_S = 120.0
     pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")])])
 def test_update_lands_mid_sequence_in_a_generator_process(tmp_path, device):
     cfg = RunConfig()
+    cfg.offpolicy.update_every_tokens = 0  # immediate updates: the generator takes version 1 at its next step
     cfg.length.window = [100, 120]  # long traces: the update arrives while they are being decoded
     tok = CharTokenizer(cfg.length.phrase)
     torch.manual_seed(0)
