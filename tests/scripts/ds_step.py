@@ -1,4 +1,4 @@
-"""Two updates of a learner on fixed synthetic batches, for tests/test_deepspeed_learner.py.
+"""Two updates of a learner on fixed synthetic batches, for tests/integration/test_deepspeed_learner.py.
 
 ``--learner torch`` runs ``TorchLearner`` in one process (the reference); ``--learner deepspeed`` runs
 ``DeepSpeedLearner`` on every rank of a launch (``torchrun --nproc_per_node 2``, gloo on CPU), once per

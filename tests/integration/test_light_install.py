@@ -29,7 +29,7 @@ app(sys.argv[1:])
 
 def light(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", SCRIPT.format(blocked=BLOCKED), *args], capture_output=True,
-                          text=True, cwd=Path(__file__).resolve().parents[1])
+                          text=True, cwd=Path(__file__).resolve().parents[2])
 
 
 def test_fit_and_report_run_without_torch(tmp_path):

@@ -30,7 +30,7 @@ import ast
 from pathlib import Path
 from typing import Dict, List, Set
 
-PACKAGE = Path(__file__).resolve().parents[1] / "rlscale"
+PACKAGE = Path(__file__).resolve().parents[2] / "rlscale"
 
 LAYERS: Dict[str, float] = {
     "rlscale": 0, "rlscale.paths": 0, "rlscale.options": 0, "rlscale.gpus": 0, "rlscale.results": 0,

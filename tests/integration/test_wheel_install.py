@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def sh(*args, cwd: Path, env=None) -> subprocess.CompletedProcess:

@@ -18,7 +18,7 @@ from rlscale.config.schema import RunConfig
 from rlscale.results.status import read_status
 from rlscale.train.entry import train_run_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def flat(tree: Any, prefix: str = "") -> Dict[str, Any]:

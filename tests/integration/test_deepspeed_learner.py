@@ -17,7 +17,7 @@ import torch
 
 from rlscale.engines.learners.deepspeed_learner import plan_micro_batches
 
-SCRIPT = Path(__file__).parent / "scripts" / "ds_step.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "ds_step.py"
 STAGES = (2, 3)
 STATS = ("loss", "grad_norm", "clip_fraction", "ratio_mean", "entropy", "kl", "lr", "trained_tokens")
 

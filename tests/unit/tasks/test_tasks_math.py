@@ -18,7 +18,7 @@ from rlscale.tasks.math import (VERIFY_TIMEOUT_S, MathTask, OffThreadVerifier, h
                                 read_problems)
 from rlscale.tasks.registry import build_task
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 TRAIN = DATA / "math__sampled_1_100_512.parquet"
 VAL = DATA / "math__full_difficulty_ordered_test_500.parquet"
 needs_data = pytest.mark.skipif(not TRAIN.is_file(), reason=f"shared verl parquet files not found in {DATA}")
