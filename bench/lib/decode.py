@@ -24,16 +24,16 @@ def decode_bytes(decoder, rows: int, width: int, steps: int) -> float:
 def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, dev: torch.device, bw_peak: float,
                 copy_bw: float) -> dict:
     """The decode loop alone (prefill subtracted; no host-side conversion of the completions) of ``prompts``
-    through the engine's session for their number of rows, against the HBM bound."""
+    through the engine's DecodeSession for their number of rows, against the HBM bound."""
     rows = len(prompts)
     ids = torch.tensor(prompts, device=dev)
     cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
     engine.decoder.prefill(cache, ids, torch.ones_like(ids))  # warm-up: the first call of a process is slower
     _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
-    session = engine.session(rows, work.prompt_len)
+    decoder = engine.session(rows, work.prompt_len)
     budgets = torch.full((rows,), work.think)
-    session.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new session captures its graphs
-    _, loop_s = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), dev)
+    decoder.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new DecodeSession captures its graphs
+    _, loop_s = timed(lambda: decoder.run(prompts, budgets, 3, steps, 0, None), dev)
     decode_s = loop_s - prefill_s
     need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
     return dict(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need,
