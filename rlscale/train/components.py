@@ -96,7 +96,7 @@ def build_policy(cfg: RunConfig, task: Task, device: torch.device):
     else:
         from rlscale.engines.models.hf_model import load_hf_policy_for_training
 
-        model, tok = load_hf_policy_for_training(cfg.model, cfg.length.phrase)
+        model, tok = load_hf_policy_for_training(cfg.model, cfg.length.phrase, Path(cfg.cache_dir))
         model_thinks = template_thinks(tok.tokenizer.chat_template)
     tok = replace(tok, think=resolve_think(cfg.generation.think, model_thinks, cfg.length.name))
     return model.to(device).eval(), tok
@@ -132,7 +132,7 @@ def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) 
         from rlscale.train.pipeline import PipelineSource
 
         return PipelineSource(cfg, sampler, model, run_dir)
-    return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version)
+    return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version, model)
 
 
 def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:

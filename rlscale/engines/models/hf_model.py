@@ -13,7 +13,11 @@ token ids they need (``rlscale.core.protocols.PolicyTokenizer``).
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib.util
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
@@ -69,12 +73,11 @@ def resolve_checkpoint(cfg: ModelConfig) -> Checkpoint:
     return Checkpoint(str(directory), cfg.gguf_file)
 
 
-def load_hf_policy(cfg: ModelConfig,
-                   device: Union[str, torch.device]) -> Tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
+def load_hf_policy(cfg: ModelConfig, device: Union[str, torch.device],
+                   cache_dir: Optional[Path] = None) -> Tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
     """(model, tokenizer) from the local checkpoint, weights in ``model.dtype`` on ``device``, in eval mode.
-    The tokenizer pads with its end-of-sequence token when it has no pad token."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    The tokenizer pads with its end-of-sequence token when it has no pad token. With ``cache_dir``, a GGUF
+    checkpoint is read from its de-quantized copy there (``dense_checkpoint``)."""
     if cfg.dtype not in DTYPES:
         raise ValueError(f"model.dtype='{cfg.dtype}': expected one of {', '.join(DTYPES)}")
     ckpt = resolve_checkpoint(cfg)
@@ -83,15 +86,50 @@ def load_hf_policy(cfg: ModelConfig,
         if missing:
             raise ImportError(f"model.gguf_file needs the {' and '.join(missing)} package(s): "
                               f"pip install {' '.join(missing)}")
+        if cache_dir is not None:
+            ckpt = dense_checkpoint(ckpt, Path(cache_dir).expanduser())
+    model, tokenizer = load_checkpoint(ckpt, DTYPES[cfg.dtype])
+    return model.to(device).eval(), tokenizer
+
+
+def load_checkpoint(ckpt: Checkpoint, dtype: torch.dtype) -> Tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
+    """(model on CPU, tokenizer) as transformers reads ``ckpt``, GGUF weights de-quantized to ``dtype``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(ckpt.directory, gguf_file=ckpt.gguf_file, local_files_only=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(ckpt.directory, gguf_file=ckpt.gguf_file, local_files_only=True,
-                                                 dtype=DTYPES[cfg.dtype],
-                                                 **(_dense_gguf_options() if ckpt.gguf_file else {}))
+                                                 dtype=dtype, **(_dense_gguf_options() if ckpt.gguf_file else {}))
     if ckpt.gguf_file:
         _forget_gguf_quantizer(model)
-    return model.to(device).eval(), tokenizer
+    return model, tokenizer
+
+
+def dense_checkpoint(ckpt: Checkpoint, cache_dir: Path) -> Checkpoint:
+    """The GGUF checkpoint ``ckpt`` as a de-quantized float32 safetensors directory with its tokenizer under
+    ``cache_dir/dense/``, written on first use under a file lock and moved into place whole. transformers
+    parses a GGUF file once for the tokenizer and again for the config and the weights (tens of seconds for
+    a small model); the copy loads in about a second. The key holds the file's path, size and modification
+    time and the transformers version, so a changed file or a new de-quantizer writes a new copy."""
+    import transformers
+
+    gguf = (Path(ckpt.directory) / ckpt.gguf_file).resolve()
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf}|{stat.st_size}|{stat.st_mtime_ns}|{transformers.__version__}".encode()).hexdigest()
+    root = cache_dir / "dense"
+    target = root / f"{gguf.stem}-{key[:16]}"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "config.json").is_file():
+            model, tokenizer = load_checkpoint(ckpt, torch.float32)
+            staging = root / f"{target.name}.partial"
+            shutil.rmtree(staging, ignore_errors=True)
+            model.save_pretrained(staging)
+            tokenizer.save_pretrained(staging)
+            os.replace(staging, target)
+    return Checkpoint(str(target), None)
 
 
 def _dense_gguf_options() -> dict:
@@ -166,8 +204,8 @@ class HFPolicyTokenizer:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
 
-def load_hf_policy_for_training(cfg: ModelConfig,
-                                interruption_phrase: str) -> Tuple["PreTrainedModel", HFPolicyTokenizer]:
+def load_hf_policy_for_training(cfg: ModelConfig, interruption_phrase: str,
+                                cache_dir: Optional[Path] = None) -> Tuple["PreTrainedModel", HFPolicyTokenizer]:
     """(model on CPU, policy tokenizer) for the trainer, which moves the model to its device."""
-    model, tokenizer = load_hf_policy(cfg, "cpu")
+    model, tokenizer = load_hf_policy(cfg, "cpu", cache_dir)
     return model, HFPolicyTokenizer(tokenizer, interruption_phrase)

@@ -120,3 +120,23 @@ def test_policy_tokenizer_gives_prompt_think_close_and_interruption_ids(smollm2)
     answer = tokenizer.encode(" \\boxed{42}", add_special_tokens=False)
     text = tok.decode(trace + tok.interrupt_ids + answer + [tok.eos_id, tok.pad_id])
     assert split_think(text)[1] == "\\boxed{42}"
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_gguf_is_read_once_into_a_dense_copy_that_loads_the_same_policy(smollm2, tmp_path):
+    model, tokenizer = smollm2
+    cached, cached_tokenizer = load_hf_policy(SMOLLM2, "cpu", cache_dir=tmp_path)
+    copies = [p for p in (tmp_path / "dense").glob("SmolLM2-135M-Instruct*") if p.is_dir()]
+    assert len(copies) == 1 and (copies[0] / "config.json").is_file() and not list(tmp_path.glob("dense/*.partial"))
+    written = {p.name: p.stat().st_mtime_ns for p in copies[0].iterdir()}
+    again, _ = load_hf_policy(SMOLLM2, "cpu", cache_dir=tmp_path)  # read from the copy, not written again
+    assert {p.name: p.stat().st_mtime_ns for p in copies[0].iterdir()} == written
+    for loaded in (cached, again):
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), loaded.state_dict().values()))
+    for think in (True, False):
+        prompt = render_prompt(tokenizer, QUESTION, think=think)
+        assert render_prompt(cached_tokenizer, QUESTION, think=think) == prompt
+        assert cached_tokenizer.encode(prompt, add_special_tokens=False) == tokenizer.encode(prompt, add_special_tokens=False)
+    assert (cached_tokenizer.eos_token_id, cached_tokenizer.pad_token_id) == (tokenizer.eos_token_id, tokenizer.pad_token_id)
+    assert len(cached_tokenizer) == len(tokenizer)
