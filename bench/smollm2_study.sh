@@ -11,6 +11,7 @@
 #   bash bench/smollm2_study.sh study SECS   # start the sweep (if not started), wait up to SECS, pack
 #   bash bench/smollm2_study.sh again STEPS [RUN]  # RUN's config (default: the base) again in a new folder,
 #                                            # compile cache warm; PROFILE=1 runs it under cProfile
+#   bash bench/smollm2_study.sh timeline RUN     # bench/start_timeline.py on RUN's config, twice (cold, warm)
 #   bash bench/smollm2_study.sh rerun SECS RUN...  # train these run folders (committed ones) again from
 #                                            # step 0 with the current code, one process per run
 #
@@ -34,6 +35,10 @@ PY=${PYTHON:-python3}
 SITE=${SITE:-/tmp/site}
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 mkdir -p "$WORK" "$OUT"
+# byte-code as a normal install has it: images that set PYTHONDONTWRITEBYTECODE and ship torch without
+# __pycache__ recompile every imported module in every process (about 10 s); setup compiles them once here
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
 export PYTHONPATH="$SITE:$SRC" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-4}  # a pool per process, many processes
 RESULTS=$WORK/results
@@ -69,6 +74,8 @@ case "$STAGE" in
     "$PY" -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target "$SITE" "$KIT"/whl/*.whl \
       && "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --target "$SITE" "$KIT"/sdist/*.tar.gz \
       || exit 1
+    "$PY" -m compileall -q -j 0 "$("$PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')" \
+      "$SITE" > /dev/null 2>&1
     mkdir -p "$CACHE" && cp -r "$KIT"/cache/. "$CACHE"/ 2>/dev/null
     nvidia-smi -L
     "$PY" -c 'import torch, transformers, reasoning_gym, math_verify, hydra, submitit, gguf
@@ -112,6 +119,12 @@ PYEOF
     tail -2 "$WORK/again.log"
     "$PY" "$SRC/bench/smollm2_study.py" steps "$base" "$WORK/again"
     "$PY" "$SRC/bench/smollm2_study.py" pack "$WORK/again" "$OUT/again.tar.gz"
+    ;;
+  timeline)
+    for pass in cold warm; do
+      echo "== $pass"
+      "$PY" "$SRC/bench/start_timeline.py" "${2:?run}" "$WORK/timeline-$pass" --steps 4 2>&1 | grep -E "^ +[0-9.]+ s "
+    done
     ;;
   rerun)  # rerun SECS RUN...: the run folders' configs trained again from step 0, GPUs dealt round robin
     deadline=$(( $(date +%s) + ${2:?seconds} )); shift 2

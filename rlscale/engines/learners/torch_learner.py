@@ -10,17 +10,20 @@ place (the generator reads those same weights, so the two agree on every paramet
 bf16 weight would otherwise round away). The LM head runs in FP32 or bf16 as ``fp32_head`` says
 (Section 3.2). fp32 policies train in fp32. A batch moves to the model's device whole, once per update.
 
-Speed (``compiled``, on CUDA): the log-prob pass (the policy's forward, the head, log-softmax and entropy)
-is wrapped in ``torch.compile``, which fuses the element-wise chains of the HF layers (RMSNorm casts,
-rotary, SiLU gate, residuals) and of the full-vocabulary softmax in the forward and the backward. It is
+Speed (``compiled``, on CUDA): the log-prob pass is compiled by regions (``compile_logprobs``): each decoder
+layer of the HF model and the head's pass (the head, log-softmax and entropy) go through ``torch.compile``,
+which fuses the element-wise chains of the layers (RMSNorm casts, rotary, SiLU gate, residuals) and of the
+full-vocabulary softmax in the forward and the backward. The layers share one compiled graph, so Dynamo
+traces one layer rather than the whole stack: on an H200 with SmolLM2-135M (30 layers) a second run's first
+update went from 26 s (whole-model compile, warm cache) to the figure in docs/gpu-performance.md. It is
 compiled once, at the first update, so responses growing or shrinking over a run never recompile it (a
 recompile costs a minute or more against steps of a fraction of a second; compilation is kept off the
 compute axis, ``rlscale.engines.compile_cost``): with ``max_width`` (the run's longest prompt plus its
 longest completion) every batch is right-padded to that width rounded up to ``LENGTH_BLOCK`` and the pass
 is compiled for that one static shape; without it batches are padded to a multiple of ``LENGTH_BLOCK``
-(``length_bucket``) and the sequence dimension is dynamic. Measured on an H200 with SmolLM2-135M, the
-dynamic graph still recompiled once (~95 s) when a run's responses shortened from ~31 to ~11 tokens and
-the padded width fell from 128 to 64.
+(``length_bucket``) and the pass is compiled with every dimension dynamic. (Measured on an H200 with
+SmolLM2-135M, a graph marked dynamic in the sequence alone still recompiled once, ~95 s, when a run's
+responses shortened from ~31 to ~11 tokens and the padded width fell from 128 to 64.)
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ import torch
 from rlscale.config.schema import OptimConfig
 from rlscale.core.types import StepResult, TrainBatch
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
-from rlscale.engines.models.policy import token_logprobs
+from rlscale.engines.models.policy import head_logprobs, token_logprobs
 from rlscale.rl import LossSpec
 
 LENGTH_BLOCK = 32
@@ -73,6 +76,19 @@ class MasterWeights:
             m.copy_(t)
 
 
+def compile_logprobs(model, dynamic: bool):
+    """``token_logprobs`` compiled by regions (see the module docstring): ``torch.compile`` on every decoder
+    layer of ``model`` (in place; the layers share one graph) and on the head's pass; ``dynamic``: for every
+    shape at once rather than for the first one. A model without the HF ``model.layers`` list is compiled
+    whole."""
+    layers = getattr(getattr(model, "model", None), "layers", None)
+    if layers is None:
+        return torch.compile(token_logprobs, dynamic=dynamic or None)
+    for layer in layers:
+        layer.compile(dynamic=dynamic or None)
+    return partial(token_logprobs, head=torch.compile(head_logprobs, dynamic=dynamic or None))
+
+
 def pad_columns(weights: torch.Tensor, batch: TrainBatch) -> torch.Tensor:
     """``weights`` [N, L-1] zero-padded to the columns of ``batch`` (already padded)."""
     return torch.nn.functional.pad(weights, (0, batch.mask.shape[1] - weights.shape[1]))
@@ -90,7 +106,7 @@ class TorchLearner:
         self.ref_model = ref_model
         self.compiled = compiled
         self.max_width = max_width
-        self.logprobs = torch.compile(token_logprobs) if compiled else token_logprobs
+        self.logprobs = compile_logprobs(model, dynamic=not max_width) if compiled else token_logprobs
         first = next(model.parameters())
         self.device = first.device
         trainable = [p for p in model.parameters() if p.requires_grad]
@@ -107,8 +123,6 @@ class TorchLearner:
         return length_bucket(max(width, self.max_width))
 
     def _logprobs(self, model, input_ids: torch.Tensor, with_entropy: bool = False):
-        if self.compiled and not self.max_width:  # one graph for every width (see the module docstring)
-            torch._dynamo.maybe_mark_dynamic(input_ids, 1)
         return self.logprobs(model, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy)
 
     @torch.no_grad()

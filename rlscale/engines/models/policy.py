@@ -15,7 +15,11 @@ import torch.nn.functional as F
 
 def head_output(model, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
     """The head's matmul of final hidden states, in fp32 or in bf16 (its output in that dtype)."""
-    weight = model.get_output_embeddings().weight
+    return head_matmul(model.get_output_embeddings().weight, hidden, fp32_head)
+
+
+def head_matmul(weight: torch.Tensor, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
+    """``hidden @ weight.T`` in fp32 or in bf16."""
     if fp32_head:
         return F.linear(hidden.float(), weight.float())
     return F.linear(hidden.to(torch.bfloat16), weight.to(torch.bfloat16))
@@ -71,16 +75,25 @@ class TokenLogprobs:
 
 
 def token_logprobs(model, input_ids: torch.Tensor, fp32_head: bool, temperature: float = 1.0,
-                   with_entropy: bool = False) -> TokenLogprobs:
+                   with_entropy: bool = False, head=None) -> TokenLogprobs:
     """Log-probabilities of each token given its prefix, under the sampling temperature, as the learner
     needs them. Rows are right-padded (``rlscale.train.batch``): under causal attention no real token
     sees the padding after it and positions count from 0, so no attention mask is passed, which lets
-    SDPA take its fused causal kernels (flash attention on GPU). Values at padding positions are
-    meaningless and must be masked by the caller."""
-    hidden = model.model(input_ids=input_ids).last_hidden_state
-    out = head_output(model, hidden[:, :-1], fp32_head)
-    inv_temp = 1.0 / temperature
-    logp, lse = SelectedLogprobs.apply(out, input_ids[:, 1:], inv_temp)
+    SDPA take its fused causal kernels (flash attention on GPU). No KV cache is kept. Values at padding
+    positions are meaningless and must be masked by the caller. ``head``: ``head_logprobs`` or a compiled
+    copy of it."""
+    hidden = model.model(input_ids=input_ids, use_cache=False).last_hidden_state
+    weight = model.get_output_embeddings().weight
+    return (head or head_logprobs)(weight, hidden[:, :-1], input_ids[:, 1:], fp32_head, 1.0 / temperature,
+                                   with_entropy)
+
+
+def head_logprobs(weight: torch.Tensor, hidden: torch.Tensor, targets: torch.Tensor, fp32_head: bool,
+                  inv_temp: float, with_entropy: bool) -> TokenLogprobs:
+    """The head's part of ``token_logprobs``: the matmul in its precision (``head_output``), the
+    log-probability of each target and, with ``with_entropy``, the entropy (no gradient)."""
+    out = head_matmul(weight, hidden, fp32_head)
+    logp, lse = SelectedLogprobs.apply(out, targets, inv_temp)
     if with_entropy:
         with torch.no_grad():  # H = lse - sum softmax(z) z
             z = scaled(out, inv_temp)
