@@ -123,6 +123,7 @@ PYEOF
   timeline)
     for pass in cold warm; do
       echo "== $pass"
+      rm -rf "$WORK/timeline-$pass"
       "$PY" "$SRC/bench/start_timeline.py" "${2:?run}" "$WORK/timeline-$pass" --steps 4 2>&1 | grep -E "^ +[0-9.]+ s "
     done
     ;;

@@ -1,6 +1,7 @@
-"""Where the start of a run goes: a timeline, in seconds since the process began, of one run's imports,
+"""Where the start of a run goes: a timeline, in seconds since the run's process began, of its imports,
 component builds (task, policy, generator, learner, rollout source), Dynamo compilations, CUDA-graph
-captures and first updates, for runs whose generator lives in the trainer process (PPO-off-policy).
+captures, evaluations and first updates, in the trainer and in PipelineRL's generator processes alike
+(they read ``bench/timeline_site/sitecustomize.py`` at start-up and print their own lines, marked ``gen``).
 
     python bench/start_timeline.py RUN_DIR WORK_DIR [--steps N]   # RUN_DIR's config, N updates in WORK_DIR
 
@@ -15,18 +16,26 @@ import sys
 import time
 from pathlib import Path
 
+SITE = Path(__file__).resolve().parent / "timeline_site"
 
-def process_age() -> float:
-    """Seconds since this process was created (/proc), so interpreter start-up counts too."""
+
+def process_start() -> float:
+    """This process's creation time, seconds since the epoch (/proc), so interpreter start-up counts too."""
     ticks = os.sysconf("SC_CLK_TCK")
-    start = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
-    return float(Path("/proc/uptime").read_text().split()[0]) - start
+    started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+    boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                if line.startswith("btime"))
+    return boot + started
+
+
+def now() -> float:
+    return time.time() - float(os.environ["START_TIMELINE_T0"])
 
 
 def mark(what: str, began: float | None = None) -> None:
-    now = process_age()
-    took = f" ({now - began:6.2f} s)" if began is not None else ""
-    print(f"{now:8.2f} s  {what}{took}", flush=True)
+    took = f" ({now() - began:6.2f} s)" if began is not None else ""
+    who = "" if str(os.getpid()) == os.environ.get("START_TIMELINE_PID") else f"gen {os.getpid()}: "
+    print(f"{now():8.2f} s  {who}{what}{took}", file=sys.stderr, flush=True)
 
 
 def timed(owner, name: str, label: str, first: int = 2) -> None:
@@ -39,7 +48,7 @@ def timed(owner, name: str, label: str, first: int = 2) -> None:
         calls[0] += 1
         if calls[0] > first:
             return original(*args, **kwargs)
-        began = process_age()
+        began = now()
         try:
             return original(*args, **kwargs)
         finally:
@@ -48,49 +57,62 @@ def timed(owner, name: str, label: str, first: int = 2) -> None:
     setattr(owner, name, wrapper)
 
 
+def install() -> None:
+    """Wrap the trainer's and the generators' start-up steps (once per process)."""
+    if getattr(install, "done", False):
+        return
+    install.done = True
+    began = now()
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    mark("import torch and transformers", began)
+    from rlscale.engines.compile_cost import STALLS
+    from rlscale.engines.generators import graph_decode, torch_generator
+    from rlscale.engines.learners import torch_learner
+    from rlscale.train import components, loop, pipeline_workers, rollouts
+
+    for name in ("build_task", "build_policy", "build_generator", "build_learner", "build_source"):
+        timed(components, name, name, first=1)
+    timed(pipeline_workers, "build_generator", "build_generator", first=1)
+    timed(pipeline_workers.PolicyReplica, "__init__", "policy replica", first=1)
+    timed(torch_generator.TorchGenerator, "generate", "generate")
+    timed(rollouts.RolloutSampler, "sample_batch", "sample a batch")
+    timed(torch_learner.TorchLearner, "step", "learner step")
+    timed(graph_decode.DecodeSession, "_capture", "capture decode graphs", first=20)
+    timed(loop.RunLoop, "evaluate", "evaluate", first=1)
+    timed(loop.RunLoop, "update", "update", first=3)
+    from torch._dynamo.callback import callback_handler
+
+    spans: list[float] = []
+    callback_handler.register_start_callback(lambda *_: spans.append(now()))
+    callback_handler.register_end_callback(lambda *_: mark("dynamo compilation", spans.pop()) if spans else None)
+    STALLS.hook_compiler()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("work_dir", type=Path)
     parser.add_argument("--steps", type=int, default=4)
     args = parser.parse_args(argv)
+    if "START_TIMELINE_T0" not in os.environ:  # started without the site folder: children print nothing
+        os.environ["START_TIMELINE_T0"] = str(process_start())
+    os.environ["START_TIMELINE_PID"] = str(os.getpid())
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(SITE), str(SITE.parent), os.environ.get("PYTHONPATH", "")])
     mark("interpreter up")
-    began = process_age()
-    import torch  # noqa: F401
-
-    mark("import torch", began)
-    began = process_age()
-    import transformers  # noqa: F401
-
-    mark("import transformers", began)
-    began = process_age()
-    from rlscale.config import load_run_config
-    from rlscale.engines.compile_cost import STALLS
-    from rlscale.engines.generators import graph_decode
-    from rlscale.engines.learners import torch_learner
-    from rlscale.train import components, loop, rollouts
-
-    mark("import rlscale's trainer", began)
-    for name in ("build_task", "build_policy", "build_generator", "build_learner", "build_source"):
-        timed(components, name, name, first=1)
-    timed(rollouts.RolloutSampler, "sample_batch", "generate a batch")
-    timed(torch_learner.TorchLearner, "step", "learner step")
-    timed(graph_decode.DecodeSession, "_capture", "capture decode graphs", first=20)
-    timed(loop.RunLoop, "evaluate", "evaluate", first=1)
-    from torch._dynamo.callback import callback_handler
-
-    spans: list[float] = []
-    callback_handler.register_start_callback(lambda *_: spans.append(process_age()))
-    callback_handler.register_end_callback(lambda *_: mark("dynamo compilation", spans.pop()) if spans else None)
-    STALLS.hook_compiler()
+    install()
     from omegaconf import OmegaConf
+
+    from rlscale.config import load_run_config
+    from rlscale.train import loop
 
     raw = OmegaConf.load(args.run_dir / "config.yaml")
     raw.trainer.max_steps, raw.trainer.eval_every, raw.out = args.steps, 10**6, str(args.work_dir)
     args.work_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(raw, args.work_dir / "config.yaml")
     cfg = load_run_config(args.work_dir / "config.yaml")
-    began = process_age()
+    began = now()
     state = loop.train(cfg, args.work_dir)
     mark(f"run ended {state}", began)
     return 0
