@@ -7,10 +7,13 @@ whose widths follow ``--widths`` (the default mimics a run whose responses shrin
 after a 45-token prompt, then one long batch). Prints one line per update: width, padded width, seconds,
 seconds compiling. Run it twice with the same ``--cache-dir``: the second process shows the cost of a
 start with a warm compile cache. ``--max-width 0`` uses the dynamic-length graph instead of one shape.
+``--whole`` compiles the whole log-prob pass as one graph (the learner compiles by regions: each decoder layer
+and the head's pass), the baseline of the last line: Dynamo compilations, first update, median later update.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -20,6 +23,7 @@ from rlscale.config.schema import OptimConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.learners.torch_learner import TorchLearner
+from rlscale.engines.models.policy import token_logprobs
 from rlscale.rl import LossSpec
 
 SMOLLM2 = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
@@ -53,6 +57,7 @@ def main() -> None:
     parser.add_argument("--widths", default="93,93,90,85,80,75,70,66,64,60,58,56,93")
     parser.add_argument("--layers", type=int, default=SMOLLM2["num_hidden_layers"])
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--whole", action="store_true", help="one graph for the whole log-prob pass")
     args = parser.parse_args()
     start = time.perf_counter()
     use_persistent_cache(args.cache_dir)
@@ -62,6 +67,13 @@ def main() -> None:
     model = LlamaForCausalLM(LlamaConfig(**shape)).to(args.device, torch.bfloat16).eval()
     learner = TorchLearner(model, OptimConfig(lr=5e-6), LossSpec("cispo", 0.2, 0.28, 4.0), True, 1.0, compiled=True,
                            max_width=args.max_width)
+    if args.whole:
+        learner.logprobs = torch.compile(token_logprobs)
+    from torch._dynamo.callback import callback_handler
+
+    compilations: list = []
+    callback_handler.register_start_callback(compilations.append)
+    seconds = []
     print(f"model ready after {time.perf_counter() - start:.1f} s")
     gen = torch.Generator().manual_seed(1)
     for step, width in enumerate(int(w) for w in args.widths.split(",")):
@@ -71,9 +83,12 @@ def main() -> None:
         result = learner.step(b, advantages, b.mask / b.mask.sum())
         if args.device == "cuda":
             torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - t0)
         print(f"step {step + 1}: width {width} -> {learner.padded_width(width)}, {time.perf_counter() - t0:.3f} s, "
               f"compiling {STALLS.seconds - stalled:.1f} s, loss {result.loss:.4f}, "
               f"{time.perf_counter() - start:.1f} s since start", flush=True)
+    print(f"{'whole' if args.whole else 'regions'}: {len(compilations)} Dynamo compilations, first update "
+          f"{seconds[0]:.2f} s, median later update {statistics.median(seconds[1:]):.4f} s")
 
 
 if __name__ == "__main__":

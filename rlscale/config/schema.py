@@ -304,4 +304,5 @@ class RunConfig:
     variant: str = knob("run", "the run's name within its sweep")
     out: str = knob("results/${sweep}/${variant}", "the run folder; a sweep writes ``<sweep>/<run>`` relative to its "
                     "results root")
-    cache_dir: str = knob("~/.cache/rlscale", "where warmed-up tiny models and compile caches are kept")
+    cache_dir: str = knob("~/.cache/rlscale",
+                          "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
