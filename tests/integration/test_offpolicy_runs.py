@@ -59,6 +59,20 @@ def test_ppo_offpolicy_generates_every_step_and_lags_up_to_k_minus_1(tmp_path):
         assert 0.0 <= r["generator_idle_frac"] <= 1.0
 
 
+@pytest.mark.parametrize("stage", [2, 3])
+def test_ppo_offpolicy_with_deepspeed_trains_the_live_weights_after_sampling_the_kept_ones(tmp_path, stage):
+    """ZeRO-2 trains the policy's own (flattened) tensors, ZeRO-3 a partitioned copy published back into it:
+    either way the kept weights go in for generation and the trained ones come back, so the run matches the
+    torch learner's run (same seed) to the DeepSpeed learner's tolerance."""
+    torch_run, ds_run = tmp_path / "torch", tmp_path / f"zero{stage}"
+    assert run(torch_run, "ppo", 2, 4) == "done"
+    assert run(ds_run, "ppo", 2, 4, "engine=deepspeed", f"engine.zero_stage={stage}") == "done"
+    for a, b in zip(train_lines(torch_run), train_lines(ds_run)):
+        assert a["lag_max"] == b["lag_max"] == (a["step"] - 1) % 2
+        assert a["response_tokens_mean"] == b["response_tokens_mean"]  # same samples, step after step
+        assert abs(a["loss"] - b["loss"]) <= 1e-4 * max(1.0, abs(a["loss"]))
+
+
 def test_pipeline_k0_is_on_policy_and_resumes(tmp_path):
     assert run(tmp_path, "pipeline", 0, 3) == "done"
     assert run(tmp_path, "pipeline", 0, 5) == "done"  # resumes from the step-3 checkpoint
