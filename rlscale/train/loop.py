@@ -120,6 +120,7 @@ class RunLoop:
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.samples_path = self.run_dir / "samples.jsonl"
         self.step = 0
+        self.truncating = False
 
     # -- state ---------------------------------------------------------------------------------
     def state(self) -> dict:
@@ -204,9 +205,7 @@ class RunLoop:
         while self.step < limit:
             record = self.update()
             metrics.append(record)
-            if record["truncation_rate"] > t.truncation_warn:
-                log.warning("step %d: truncation rate %.0f%% is above %.0f%% (the paper's instability signal)",
-                            self.step, 100 * record["truncation_rate"], 100 * t.truncation_warn)
+            self.watch_truncation(record["truncation_rate"])
             evaluated = self.step % t.eval_every == 0 or self.step in (t.max_steps, limit)
             if evaluated:
                 self.evaluate(metrics)
@@ -214,6 +213,18 @@ class RunLoop:
                 self.checkpoint()
             if evaluated:
                 self.check_prune()
+
+    def watch_truncation(self, rate: float) -> None:
+        """Warn when the truncation rate rises above ``trainer.truncation_warn`` (the paper's instability
+        signal, Section 3.2) and say when it falls back; the steps in between are in metrics.jsonl, not
+        repeated in the log."""
+        limit = self.cfg.trainer.truncation_warn
+        if rate > limit and not self.truncating:
+            log.warning("step %d: truncation rate %.0f%% is above %.0f%% (the paper's instability signal); "
+                        "logged again when it falls back", self.step, 100 * rate, 100 * limit)
+        elif rate <= limit and self.truncating:
+            log.info("step %d: truncation rate %.0f%%, back at or below %.0f%%", self.step, 100 * rate, 100 * limit)
+        self.truncating = rate > limit
 
     def check_prune(self) -> None:
         request = prune_request(self.run_dir)

@@ -67,3 +67,17 @@ def test_eval_line_standard_error_over_prompts():
                       samples=2, seed=0, step=0)
     assert result.val_reward == 0.5 and result.val_samples == 6
     assert result.val_reward_se == pytest.approx(0.5 / math.sqrt(3))
+
+
+def test_truncation_is_logged_when_it_rises_above_the_limit_and_when_it_falls_back(caplog):
+    from types import SimpleNamespace
+
+    from rlscale.train.loop import RunLoop
+
+    loop = SimpleNamespace(cfg=SimpleNamespace(trainer=SimpleNamespace(truncation_warn=0.1)), step=0, truncating=False)
+    caplog.set_level("INFO", logger="rlscale.train")
+    for step, rate in enumerate([0.3, 0.4, 0.5, 0.05, 0.02, 0.2], start=1):
+        loop.step = step
+        RunLoop.watch_truncation(loop, rate)
+    said = [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records if "truncation" in r.getMessage()]
+    assert said == [("WARNING", "step 1"), ("INFO", "step 4"), ("WARNING", "step 6")]
