@@ -131,7 +131,7 @@ def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) 
     if cfg.offpolicy.name == "pipeline":
         from rlscale.train.pipeline import PipelineSource
 
-        return PipelineSource(cfg, sampler, model, run_dir)
+        return PipelineSource(cfg.offpolicy, GeneratorSettings.of(cfg), cfg.batch, sampler, model, run_dir)
     return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version, model)
 
 

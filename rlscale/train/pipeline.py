@@ -44,7 +44,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import RunConfig
+from rlscale.config.schema import BatchConfig, OffpolicyConfig
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.rl import PoolExhausted
@@ -89,20 +89,20 @@ def split_cpu_threads(device: torch.device, generators: int) -> int:
 class PipelineSource:
     """PipelineRL-k as a ``RolloutSource`` (see the module docstring for the protocol and its bound)."""
 
-    def __init__(self, cfg: RunConfig, sampler: RolloutSampler, model: torch.nn.Module, run_dir: Path):
-        off = cfg.offpolicy
+    def __init__(self, off: OffpolicyConfig, generator: GeneratorSettings, batch: BatchConfig, sampler: RolloutSampler,
+                 model: torch.nn.Module, run_dir: Path):
         if off.num_generators < 1 or off.queue_size < 1:
             raise ValueError(f"offpolicy.num_generators and offpolicy.queue_size must be >= 1, got "
                              f"{off.num_generators} and {off.queue_size}")
         self.sampler = sampler
         self.model = model
-        self.prompts = cfg.batch.prompts
+        self.prompts = batch.prompts
         self.k = off.max_lag
         self.scheduled = off.update_every_tokens > 0
         self.chunk = math.ceil(self.prompts / off.num_generators)
-        self.seed = cfg.seed
+        self.seed = generator.seed
         device = next(model.parameters()).device
-        spec = GeneratorSpec(GeneratorSettings.of(cfg), off, sampler.tok, cfg.batch.generations,
+        spec = GeneratorSpec(generator, off, sampler.tok, batch.generations,
                              split_cpu_threads(device, off.num_generators))
         self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.queue_size,
                                      run_dir)
