@@ -108,7 +108,7 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
                 rec["ablation_gen_tok_s"] = ablate(c, prompts, fp32_head, work, dev)
                 paper = decode_loop(engine, prompts * (PAPER_ROWS // rows), work, steps, dev, bw_peak, float("nan"))
                 rec["paper_batch_hbm_fraction"] = paper["hbm_fraction"]
-                engine.sessions.clear()
+                engine.buckets.clear()
         batch, adv, weights, _ = prepare_batch(groups, c)
         c.learner.step(batch, adv, weights)  # warm-up
         train_runs = [timed(lambda: c.learner.step(batch, adv, weights), dev) for _ in range(2)]

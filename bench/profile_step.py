@@ -69,12 +69,12 @@ def profile_graph_steps(shape_name: str, top: int) -> str:
     sampler and phase bookkeeping included) on the GPU workload (``lib.workloads.GPU_WORK``): wall time per step
     against the kernel time the profiler sees inside the replays (the difference is launch gaps)."""
     engine, prompts, steps = decode_workload(shape_name)
-    session = engine.session(len(prompts), len(prompts[0]))
+    bucket = engine.bucket(len(prompts), len(prompts[0]))
     budgets = torch.full((len(prompts),), GPU_WORK.think)
-    session.run(prompts, budgets, 2, steps, 0, None)  # captures the graphs
-    _, seconds = timed(lambda: session.run(prompts, budgets, 3, steps, 0, None), torch.device("cuda"))
+    bucket.run(prompts, budgets, 2, steps, 0, None)  # captures the graphs
+    _, seconds = timed(lambda: bucket.run(prompts, budgets, 3, steps, 0, None), torch.device("cuda"))
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        session.run(prompts, budgets, 3, steps, 0, None)
+        bucket.run(prompts, budgets, 3, steps, 0, None)
         torch.cuda.synchronize()
     return (f"graph replays: {len(prompts)} rows, {steps} steps (prefill included), "
             f"{seconds / steps * 1e3:.3f} ms/step wall\n" + kernel_table(prof, top, per=steps))

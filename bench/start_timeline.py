@@ -79,7 +79,7 @@ def install() -> None:
     timed(torch_generator.TorchGenerator, "generate", "generate")
     timed(rollouts.RolloutSampler, "sample_batch", "sample a batch")
     timed(torch_learner.TorchLearner, "step", "learner step")
-    timed(graph_decode.DecodeSession, "_capture", "capture decode graphs", first=20)
+    timed(graph_decode.DecodeBucket, "_capture", "capture decode graphs", first=20)
     timed(loop.RunLoop, "evaluate", "evaluate", first=1)
     timed(loop.RunLoop, "update", "update", first=3)
     from torch._dynamo.callback import callback_handler

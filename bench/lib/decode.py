@@ -24,15 +24,15 @@ def decode_bytes(decoder, rows: int, width: int, steps: int) -> float:
 def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, dev: torch.device, bw_peak: float,
                 copy_bw: float) -> dict:
     """The decode loop alone (prefill subtracted; no host-side conversion of the completions) of ``prompts``
-    through the engine's DecodeSession for their number of rows, against the HBM bound."""
+    through the engine's DecodeBucket for their number of rows, against the HBM bound."""
     rows = len(prompts)
     ids = torch.tensor(prompts, device=dev)
     cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
     engine.decoder.prefill(cache, ids, torch.ones_like(ids))  # warm-up: the first call of a process is slower
     _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
-    decoder = engine.session(rows, work.prompt_len)
+    decoder = engine.bucket(rows, work.prompt_len)
     budgets = torch.full((rows,), work.think)
-    decoder.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new DecodeSession captures its graphs
+    decoder.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new DecodeBucket captures its graphs
     _, loop_s = timed(lambda: decoder.run(prompts, budgets, 3, steps, 0, None), dev)
     decode_s = loop_s - prefill_s
     need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)

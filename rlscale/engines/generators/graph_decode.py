@@ -13,12 +13,12 @@ Shapes are bucketed so few graphs serve every batch, and a run compiles and capt
 (``batch_bucket``; extra rows start ended), the cache holds ``slots`` positions (prompt width + step
 budget, rounded up to ``KV_BLOCK``), and one graph is captured per attended length kv_len = KV_BLOCK,
 2 KV_BLOCK, ..., slots: step t of a prompt of width W replays the graph of the smallest kv_len > W + t,
-so attention reads at most KV_BLOCK - 1 unused slots. A ``DecodeSession`` (buffers + graphs) serves one row
+so attention reads at most KV_BLOCK - 1 unused slots. A ``DecodeBucket`` (buffers + graphs) serves one row
 bucket and never shrinks: a batch of shorter prompts reuses it, and only a prompt longer than any before
-makes it grow (``session_slots``), so varying prompt widths do not recompile mid-run. ``DecodeSession`` objects
-are kept for the last ``SESSIONS`` row buckets (training and evaluation batches alternate).
+makes it grow (``bucket_slots``), so varying prompt widths do not recompile mid-run. ``DecodeBucket`` objects
+are kept for the last ``BUCKETS_KEPT`` row buckets (training and evaluation batches alternate).
 
-PipelineRL's in-flight updates (Section 3.1) copy new weights into the model in place; the session
+PipelineRL's in-flight updates (Section 3.1) copy new weights into the model in place; the bucket
 then re-fuses its weight copies (``StaticKVDecoder.refresh``, also in place), so the captured graphs
 stay valid and the sequences in flight continue with their KV cache.
 """
@@ -37,19 +37,19 @@ from rlscale.engines.kernels.gumbel import gumbel_sample
 
 KV_BLOCK = 64
 CHECK_EVERY = 8
-SESSIONS = 2
+BUCKETS_KEPT = 2
 
 
 def batch_bucket(rows: int) -> int:
-    """Rows of the session serving ``rows`` prompts: a power of two up to 64, then a multiple of 64."""
+    """Rows of the bucket serving ``rows`` prompts: a power of two up to 64, then a multiple of 64."""
     if rows <= 64:
         return max(8, 1 << (rows - 1).bit_length())
     return -(-rows // 64) * 64
 
 
-def session_slots(width: int, steps: int, current: int = 0) -> int:
-    """KV slots of the session for prompts of ``width`` tokens and ``steps`` decode steps: their need rounded
-    up to ``KV_BLOCK``, or the ``current`` session's slots when those suffice."""
+def bucket_slots(width: int, steps: int, current: int = 0) -> int:
+    """KV slots of the bucket for prompts of ``width`` tokens and ``steps`` decode steps: their need rounded
+    up to ``KV_BLOCK``, or the ``current`` bucket's slots when those suffice."""
     return max(current, -(-(width + steps) // KV_BLOCK) * KV_BLOCK)
 
 
@@ -64,7 +64,7 @@ def record_step(phases: TracePhases, logits: torch.Tensor, draw: torch.Tensor, l
     return token
 
 
-class DecodeSession:
+class DecodeBucket:
     """Buffers (cache, phases, step inputs) and the captured step graphs of one (rows, slots) shape."""
 
     def __init__(self, decoder: StaticKVDecoder, rules: PhaseRules, rows: int, slots: int, steps: int,
@@ -88,7 +88,7 @@ class DecodeSession:
 
     @torch.no_grad()
     def step(self, kv_len: int) -> None:
-        """One decode step (see the module docstring), in place on the session's buffers."""
+        """One decode step (see the module docstring), in place on the bucket's buffers."""
         ph = self.phases
         logits = self.decoder.logits(self.hidden)
         draw, lse = gumbel_sample(logits, self.inv_temp, self.seed + ph.step)
@@ -149,7 +149,7 @@ class DecodeSession:
 
 
 class GraphDecoder:
-    """The torch generator's GPU engine: ``generate`` samples a batch through a cached ``DecodeSession``."""
+    """The torch generator's GPU engine: ``generate`` samples a batch through a cached ``DecodeBucket``."""
 
     def __init__(self, model, rules: PhaseRules, fp32_head: bool, temperature: float, max_budget: int,
                  graphs: bool = True, compiled: bool = True):
@@ -160,26 +160,26 @@ class GraphDecoder:
         self.temperature = temperature
         self.steps = rules.max_steps(max_budget)
         self.graphs = graphs and on_gpu
-        self.sessions: "OrderedDict[int, DecodeSession]" = OrderedDict()
+        self.buckets: "OrderedDict[int, DecodeBucket]" = OrderedDict()
 
-    def session(self, rows: int, width: int) -> DecodeSession:
-        """The session of ``rows``' bucket, made (or grown) when it cannot hold prompts of ``width`` tokens."""
+    def bucket(self, rows: int, width: int) -> DecodeBucket:
+        """The bucket of ``rows``, made (or grown) when it cannot hold prompts of ``width`` tokens."""
         bucket = batch_bucket(rows)
-        current = self.sessions.pop(bucket, None)
-        slots = session_slots(width, self.steps, current.slots if current is not None else 0)
+        current = self.buckets.pop(bucket, None)
+        slots = bucket_slots(width, self.steps, current.slots if current is not None else 0)
         if current is None or current.slots < slots:
-            while len(self.sessions) >= SESSIONS:
-                self.sessions.popitem(last=False)
-            current = DecodeSession(self.decoder, self.rules, bucket, slots, self.steps, self.temperature,
+            while len(self.buckets) >= BUCKETS_KEPT:
+                self.buckets.popitem(last=False)
+            current = DecodeBucket(self.decoder, self.rules, bucket, slots, self.steps, self.temperature,
                                     self.graphs, record=self.record)
-        self.sessions[bucket] = current
+        self.buckets[bucket] = current
         return current
 
     @torch.no_grad()
     def generate(self, prompts: Sequence[List[int]], budgets: torch.Tensor, seed: int, version: int,
                  version_hook: Optional[Callable[[], int]], decode) -> tuple[List[Completion], int]:
         """(completions, decode steps) for ``prompts`` with think ``budgets`` [n] and sampling ``seed``."""
-        session = self.session(len(prompts), max(len(p) for p in prompts))
+        bucket = self.bucket(len(prompts), max(len(p) for p in prompts))
         steps = self.rules.max_steps(int(budgets.max()))
-        versions = session.run(prompts, budgets, seed, steps, version, version_hook)
-        return session.phases.completions(prompts, versions, decode), session.phases.steps_taken()
+        versions = bucket.run(prompts, budgets, seed, steps, version, version_hook)
+        return bucket.phases.completions(prompts, versions, decode), bucket.phases.steps_taken()

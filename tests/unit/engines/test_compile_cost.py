@@ -1,5 +1,5 @@
 """Compilation is measured apart from the training compute and done once per shape bucket
-(rlscale.engines.compile_cost, the learner's length buckets, the generator's sessions)."""
+(rlscale.engines.compile_cost, the learner's length buckets, the generator's decode buckets)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import torch
 from rlscale.config.schema import LengthConfig, ModelConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, StallClock, use_persistent_cache
-from rlscale.engines.generators.graph_decode import KV_BLOCK, GraphDecoder, batch_bucket, session_slots
+from rlscale.engines.generators.graph_decode import KV_BLOCK, GraphDecoder, batch_bucket, bucket_slots
 from rlscale.engines.generators.phases import PhaseRules
 from rlscale.engines.learners.torch_learner import LENGTH_BLOCK, length_bucket
 from rlscale.engines.models.char_tokenizer import CharTokenizer
@@ -35,17 +35,17 @@ def test_a_padded_batch_keeps_its_tokens_and_adds_only_masked_columns():
     assert bool((wide.versions[:, 2:] == -1).all()) and batch.padded(3) is batch
 
 
-def test_decode_sessions_grow_only_for_longer_prompts():
+def test_decode_buckets_grow_only_for_longer_prompts():
     steps = 48
     slots, seen = 0, []
     for width in (40, 31, 45, 12, 81, 70, 79, 20):
-        slots = session_slots(width, steps, slots)
+        slots = bucket_slots(width, steps, slots)
         seen.append(slots)
     assert seen == [128, 128, 128, 128, 192, 192, 192, 192]
     assert all(s % KV_BLOCK == 0 for s in seen)
 
 
-def test_the_generator_keeps_one_session_per_row_bucket_across_prompt_widths():
+def test_the_generator_keeps_one_decode_bucket_per_row_count_across_prompt_widths():
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
     model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
@@ -56,7 +56,7 @@ def test_the_generator_keeps_one_session_per_row_bucket_across_prompt_widths():
     for question in ("1+2", "1+2+3+4+5+6+7+8+9+1+2+3+4+5+6+7+8+9+1+2+3+4+5+6+7+8+9+1+2+3+4+5+6+7+8+9+1", "7"):
         prompts = [tok.encode_prompt(question)] * 6
         engine.generate(prompts, torch.full((6,), 8), seed=1, version=0, version_hook=None, decode=tok.decode)
-        made.append((list(engine.sessions), engine.sessions[batch_bucket(6)].slots))
+        made.append((list(engine.buckets), engine.buckets[batch_bucket(6)].slots))
     assert [keys for keys, _ in made] == [[8], [8], [8]]
     assert made[0][1] < made[1][1] == made[2][1]  # grown for the long prompt, kept for the short one
 

@@ -3,7 +3,7 @@ the static-KV-cache decoder reproduces HF's forward (Llama, Qwen2 with biases, Q
 grouped-query attention, left padding); its completions carry the generator log-probabilities that HF
 assigns to the same tokens (temperature included); the Gumbel-max sampler draws from softmax(logits/T)
 and is reproducible; an in-flight weight update switches the policy mid-sequence (PipelineRL, Section
-3.1); reusing a session gives the same completions as a fresh one."""
+3.1); reusing a bucket gives the same completions as a fresh one."""
 from __future__ import annotations
 
 import importlib.util
@@ -195,7 +195,7 @@ def test_in_flight_update_switches_the_policy_mid_sequence():
     assert [c.tokens[:3] for c in again] == [c.tokens[:3] for c in out]  # refreshed at the start of generate
 
 
-def test_a_reused_session_gives_the_completions_of_a_fresh_one():
+def test_a_reused_bucket_gives_the_completions_of_a_fresh_one():
     tok, model = tiny_char_policy()
     prompts = [tok.encode_prompt(q) for q in ("12+3", "4", "5+5+5+5")]
     budgets = torch.tensor([6, 9, 3])
@@ -205,7 +205,7 @@ def test_a_reused_session_gives_the_completions_of_a_fresh_one():
 
     used = fresh()
     used.generate([tok.encode_prompt("999+999+999")] * 7, torch.full((7,), 10), 1, 0, None, tok.decode)
-    assert len(used.sessions) == 1 and batch_bucket(3) == batch_bucket(7)
+    assert len(used.buckets) == 1 and batch_bucket(3) == batch_bucket(7)
     first, _ = used.generate(prompts, budgets, 2, 0, None, tok.decode)
     second, _ = fresh().generate(prompts, budgets, 2, 0, None, tok.decode)
     assert [c.__dict__ for c in first] == [c.__dict__ for c in second]
