@@ -30,10 +30,10 @@ def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, de
     cache = engine.decoder.new_cache(rows, work.prompt_len + 1)
     engine.decoder.prefill(cache, ids, torch.ones_like(ids))  # warm-up: the first call of a process is slower
     _, prefill_s = timed(lambda: engine.decoder.prefill(cache, ids, torch.ones_like(ids)), dev)
-    decoder = engine.bucket(rows, work.prompt_len)
+    bucket = engine.bucket(rows, work.prompt_len)
     budgets = torch.full((rows,), work.think)
-    decoder.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new DecodeBucket captures its graphs
-    _, loop_s = timed(lambda: decoder.run(prompts, budgets, 3, steps, 0, None), dev)
+    bucket.run(prompts, budgets, 2, steps, 0, None)  # warm-up: a new DecodeBucket captures its graphs
+    _, loop_s = timed(lambda: bucket.run(prompts, budgets, 3, steps, 0, None), dev)
     decode_s = loop_s - prefill_s
     need = decode_bytes(engine.decoder, rows, work.prompt_len, steps)
     return dict(prefill_seconds=prefill_s, decode_seconds=decode_s, decode_bytes=need,

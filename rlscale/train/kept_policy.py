@@ -41,10 +41,10 @@ class KeptPolicy:
         """The kept parameters in the model for the block, the live ones back afterwards."""
         if self.kept is None:
             raise RuntimeError("KeptPolicy.swapped_in before keep")
+        live = self.live
         with torch.no_grad():
             if self.scratch is None:
-                self.scratch = [torch.empty_like(t) for t in self.live]
-            live = self.live
+                self.scratch = [torch.empty_like(t) for t in live]
             torch._foreach_copy_(self.scratch, live)
             torch._foreach_copy_(live, self.kept)
         try:

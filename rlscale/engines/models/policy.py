@@ -90,7 +90,7 @@ def token_logprobs(model, input_ids: torch.Tensor, fp32_head: bool, temperature:
 
 def head_logprobs(weight: torch.Tensor, hidden: torch.Tensor, targets: torch.Tensor, fp32_head: bool,
                   inv_temp: float, with_entropy: bool) -> TokenLogprobs:
-    """The head's part of ``token_logprobs``: the matmul in its precision (``head_output``), the
+    """The head's part of ``token_logprobs``: the matmul in its precision (``head_matmul``), the
     log-probability of each target and, with ``with_entropy``, the entropy (no gradient)."""
     out = head_matmul(weight, hidden, fp32_head)
     logp, lse = SelectedLogprobs.apply(out, targets, inv_temp)
