@@ -92,7 +92,7 @@ def test_entropy_is_that_of_the_tempered_softmax(fp32_head, temperature):
 def test_compiled_learner_updates_like_the_eager_learner():
     """Also: whatever the widths of later batches, it compiles at the first update and at most once more,
     one decoder layer at the first new width, after which every width is served (a recompile of the whole
-    model mid-run was a stall of a minute or more on a GPU)."""
+    model mid-run stalls a GPU run for a minute or more)."""
     eager_model = tiny_model()
     compiled_model = copy.deepcopy(eager_model)
     spec = LossSpec(name="cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0)
@@ -126,7 +126,7 @@ def test_compiled_learner_updates_like_the_eager_learner():
 
 def test_the_layers_of_a_compiled_learner_share_one_graph():
     """Compiled by regions, a deeper model compiles no more graphs than a shallow one: Dynamo traces one
-    decoder layer for all of them (a warm second run of a 30-layer model no longer re-traces 30 layers)."""
+    decoder layer for all of them (a warm second run of a 30-layer model traces one layer, not 30)."""
     spec = LossSpec(name="cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0)
     optim = OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)
     counts = []
