@@ -1,5 +1,6 @@
 """``rlscale plan RESULTS --budget C``: the best variant at a budget, the crossovers before it, and the best
-setting of a scaling sweep (rlscale.plan.planner); writes RESULTS/plan.json (atomic)."""
+setting of a scaling sweep (rlscale.plan.planner), with a warning when the budget lies far beyond the
+observed compute or below it; writes RESULTS/plan.json (atomic)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,7 +30,7 @@ def plan_command(
     from rlscale.fit.api import SourceError, fit_results
     from rlscale.fit.schema import FitSettings
     from rlscale.plan.planner import PLAN_JSON, plan_json, plan_sweeps
-    from rlscale.plan.view import plan_tables
+    from rlscale.plan.view import plan_view
     from rlscale.results import atomic_write_json
     from rlscale.results.discover import read_sweep_json
 
@@ -50,8 +51,9 @@ def plan_command(
         typer.echo(f"error: no run under {results_dir} could be fitted; nothing planned", err=True)
         raise typer.Exit(1)
     path = (out or results_dir) / PLAN_JSON
-    atomic_write_json(path, plan_json(plans, results.settings))
+    plan = plan_json(plans, results.settings)
+    atomic_write_json(path, plan)
     console = Console()
-    for table in plan_tables(plan_json(plans, results.settings)):
-        console.print(table)
+    for part in plan_view(plan):
+        console.print(part)
     console.print(f"wrote {path}")

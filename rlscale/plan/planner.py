@@ -12,7 +12,11 @@ Per sweep, at the budget C (in the fit's x unit):
   Brent's method;
 - **setting**: for a scaling sweep (variants that differ in ``batch.prompts``, ``batch.generations`` or the
   generation length), the values of the varying overrides in the top tier, i.e. the setting that
-  maximises the predicted reward at C.
+  maximises the predicted reward at C;
+- **warning**: when C is more than EXTRAPOLATION_LIMIT times the largest compute the ranked runs reached
+  (the paper reads its curves at 2x the fitted compute: LOO runs fitted to 8k and read at 16k GPU-hours,
+  Section 5 fits at half the target budget), or below the smallest (every run is already past C: its
+  observed reward answers better than a prediction).
 """
 from __future__ import annotations
 
@@ -24,11 +28,12 @@ import numpy as np
 from scipy.optimize import brentq
 
 from rlscale.fit.predict import VariantPrediction, predict_variants, predicted_tiers
-from rlscale.fit.schema import FitSettings, RunFit
+from rlscale.fit.schema import FitSettings, RunFit, axis_label
 
 PLAN_JSON = "plan.json"
 SCALE_KEYS = ("batch.prompts", "batch.generations", "generation.max_think_tokens", "generation.max_tokens")
 GRID_POINTS = 512
+EXTRAPOLATION_LIMIT = 4.0
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,24 @@ class Crossover:
 
 
 @dataclass(frozen=True)
+class Crossings:
+    """A variant's crossovers past ``past`` (the largest observed compute): the first where it overtakes
+    another variant and the first where it is overtaken (None when there is none), and how many crossovers
+    before the budget it is part of."""
+
+    variant: str
+    overtakes: Optional[Crossover]
+    overtaken: Optional[Crossover]
+    count: int
+
+
+@dataclass(frozen=True)
 class SweepPlan:
     """The plan of one sweep at ``budget``. ``best`` is the top tier (several names: a tie);
     ``scaling_keys`` the overrides that vary among its variants when they include a scaling axis, and
-    ``best_setting`` their values in the top tier."""
+    ``best_setting`` their values in the top tier. ``observed_min`` and ``observed_max`` are the smallest
+    and largest compute the ranked runs reached (each run's last eval), ``warning`` says when the
+    budget lies far beyond them or below them ("" otherwise)."""
 
     sweep: str
     budget: float
@@ -70,6 +89,9 @@ class SweepPlan:
     crossovers: List[Crossover]
     scaling_keys: List[str]
     best_setting: List[Dict[str, str]]
+    observed_min: float
+    observed_max: float
+    warning: str
 
 
 def plan_sweeps(runs: Sequence[RunFit], sweeps: Dict[str, dict], settings: FitSettings,
@@ -98,9 +120,25 @@ def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settin
                                                               for k in scaling})
             for tier, group in enumerate(groups, start=1) for p in group]
     best = [row for row in rows if row.tier == 1]
+    reached = [max(r.points_x) for p in predictions for r in p.runs if r.points_x]
+    low, high = min(reached), max(reached)
     return SweepPlan(sweep=sweep, budget=budget, x=settings.x, best=[r.variant for r in best], variants=rows,
                      crossovers=crossovers(predictions, budget), scaling_keys=scaling,
-                     best_setting=[r.setting for r in best] if scaling else [])
+                     best_setting=[r.setting for r in best] if scaling else [], observed_min=low,
+                     observed_max=high, warning=budget_warning(budget, low, high, settings.x))
+
+
+def budget_warning(budget: float, low: float, high: float, x: str) -> str:
+    """One line when ``budget`` is more than EXTRAPOLATION_LIMIT x the largest observed compute ``high``, or
+    below the smallest ``low`` (module docstring); "" otherwise."""
+    unit = axis_label(x)
+    if budget > EXTRAPOLATION_LIMIT * high:
+        return (f"the budget {budget:.3g} is {budget / high:.3g}x the largest observed compute ({high:.3g} "
+                f"{unit}): the predictions extrapolate far beyond the data (the paper reads its curves at 2x)")
+    if budget < low:
+        return (f"the budget {budget:.3g} is below the smallest observed compute ({low:.3g} {unit}): every "
+                f"run has passed it, and its observed reward answers better than a prediction")
+    return ""
 
 
 def variant_settings(record: dict) -> Dict[str, Dict[str, str]]:
@@ -125,6 +163,20 @@ def crossovers(predictions: Sequence[VariantPrediction], budget: float) -> List[
             out.append(Crossover(x=float(x), before=before.variant, after=after.variant,
                                  reward=float(p.curve(x))))
     return sorted(out, key=lambda c: (c.x, c.before, c.after))
+
+
+def crossings(found: Sequence[Crossover], variants: Sequence[str], past: float) -> List[Crossings]:
+    """Per variant of ``variants`` (in that order) with a crossover past ``past``: the first where it
+    overtakes and the first where it is overtaken past ``past``, and its number of crossovers in ``found``
+    (in order of compute, as ``crossovers`` returns them)."""
+    out = []
+    for name in variants:
+        mine = [c for c in found if name in (c.before, c.after)]
+        later = [c for c in mine if c.x > past]
+        if later:
+            out.append(Crossings(name, next((c for c in later if c.after == name), None),
+                                 next((c for c in later if c.before == name), None), len(mine)))
+    return out
 
 
 def plan_json(plans: Sequence[SweepPlan], settings: FitSettings) -> dict:

@@ -1,38 +1,86 @@
-"""The plan as terminal tables (``rlscale plan`` and ``rlscale report`` when plan.json exists)."""
+"""The plan as the terminal shows it (``rlscale plan``, and ``rlscale report`` when plan.json exists) and as
+lines the report's page reuses: per sweep, the budget warning, the variants by tier, and at most one line
+per variant for the crossovers (plan.json keeps every one)."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Union
 
 from rich.table import Table
+from rich.text import Text
 
 from rlscale.fit.schema import axis_label
+from rlscale.plan.planner import Crossings, Crossover, crossings
 
 
 def _interval(lo, hi) -> str:
     return "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
 
 
-def plan_tables(plan: dict) -> List[Table]:
-    """One table per sweep of a plan.json mapping: variants by tier, then the crossovers and the best
-    setting in the caption."""
-    tables = []
+def plan_view(plan: dict) -> List[Union[Text, Table]]:
+    """Per sweep of a plan.json mapping: its warning (one line, when there is one), a table of the
+    variants by tier, then the crossover lines and the best setting (notes)."""
+    out: List[Union[Text, Table]] = []
     for sweep in plan.get("sweeps", []):
-        best = sweep["best"]
-        title = (f"plan {sweep['sweep']} at {sweep['budget']:.4g} {axis_label(sweep['x'])}: "
-                 + (f"best {best[0]}" if len(best) == 1 else f"tie between {', '.join(best)}"))
-        table = Table(title=title)
-        for col in ("tier", "variant", "predicted", f"{100 * plan.get('ci_level', 0.95):.0f} % interval", "seeds",
-                    *sweep["scaling_keys"], "note"):
-            table.add_column(col)
-        for v in sweep["variants"]:
-            table.add_row(str(v["tier"]), v["variant"], f"{v['predicted']:.3f}", _interval(v["lo"], v["hi"]),
-                          str(v["seeds"]), *[v["setting"].get(k, "") for k in sweep["scaling_keys"]],
-                          "" if v["identified"] else "A not identified: extrapolation")
-        lines = [f"{c['before']} leads below {c['x']:.4g}, {c['after']} above (reward {c['reward']:.3f})"
-                 for c in sweep["crossovers"]]
-        if sweep["best_setting"]:
-            lines.append("best setting: " + "; ".join(", ".join(f"{k}={v}" for k, v in s.items())
-                                                      for s in sweep["best_setting"]))
-        table.caption = "\n".join(lines) or "no crossover before the budget"
-        tables.append(table)
-    return tables
+        if sweep["warning"]:
+            out.append(Text(f"warning: {sweep['sweep']}: {sweep['warning']}", style="yellow"))
+        out.append(_table(sweep, plan.get("ci_level", 0.95)))
+        out += [Text(line) for line in notes(sweep)]
+    return out
+
+
+def compute(x: float) -> str:
+    """A compute value for reading: thousands separators, scientific notation beyond a million or below one."""
+    return f"{x:,.0f}" if 1 <= abs(x) < 1e6 else f"{x:.3g}"
+
+
+def title(sweep: dict) -> str:
+    """"plan SWEEP at C UNIT: best V" (or the tie)."""
+    best = sweep["best"]
+    return (f"plan {sweep['sweep']} at {compute(sweep['budget'])} {axis_label(sweep['x'])}: "
+            + (f"best {best[0]}" if len(best) == 1 else f"tie between {', '.join(best)}"))
+
+
+def notes(sweep: dict) -> List[str]:
+    """The crossover lines (crossover_lines) and the best setting of a scaling sweep."""
+    lines = crossover_lines(sweep)
+    if sweep["best_setting"]:
+        lines.append("best setting: " + "; ".join(", ".join(f"{k}={v}" for k, v in s.items())
+                                                  for s in sweep["best_setting"]))
+    return lines
+
+
+def crossover_lines(sweep: dict) -> List[str]:
+    """At most one line per variant, in tier order: its first overtaking and its first being overtaken past
+    the largest observed compute (where the curves are predictions), then one line counting them all."""
+    found = [Crossover(**c) for c in sweep["crossovers"]]
+    if not found:
+        return ["no crossover before the budget"]
+    past = sweep["observed_max"]
+    order = [v["variant"] for v in sweep["variants"]]
+    lines = [_crossing_line(c) for c in crossings(found, order, past)]
+    within = sum(c.x <= past for c in found)
+    lines.append(f"{_count(len(found))} before the budget ({within} within the observed compute, up to "
+                 f"{compute(past)}); plan.json lists them all")
+    return lines
+
+
+def _crossing_line(c: Crossings) -> str:
+    parts = [f"overtakes {c.overtakes.before} at {compute(c.overtakes.x)}" if c.overtakes else "",
+             f"is overtaken by {c.overtaken.after} at {compute(c.overtaken.x)}" if c.overtaken else ""]
+    return f"{c.variant}: {', '.join(p for p in parts if p)} ({_count(c.count)} in all)"
+
+
+def _count(n: int) -> str:
+    return f"{n} crossover{'' if n == 1 else 's'}"
+
+
+def _table(sweep: dict, ci_level: float) -> Table:
+    table = Table(title=Text(title(sweep)))
+    for col in ("tier", "variant", "predicted", f"{100 * ci_level:.0f} % interval", "seeds",
+                *sweep["scaling_keys"], "note"):
+        table.add_column(col)
+    for v in sweep["variants"]:
+        table.add_row(str(v["tier"]), Text(v["variant"]), f"{v['predicted']:.3f}", _interval(v["lo"], v["hi"]),
+                      str(v["seeds"]), *[v["setting"].get(k, "") for k in sweep["scaling_keys"]],
+                      "" if v["identified"] else "A not identified: extrapolation")
+    return table

@@ -65,18 +65,18 @@ def _print_plan(report, console) -> None:
     """The plan section, when ``rlscale plan`` wrote plan.json in the results folder."""
     from rich.text import Text
 
-    from rlscale.plan.view import plan_tables
+    from rlscale.plan.view import plan_view
     from rlscale.results.names import printable
 
     if report.plan is None:
         return
     try:
-        tables = plan_tables(report.plan)
+        parts = plan_view(report.plan)
     except (KeyError, TypeError, ValueError) as err:
         console.print(Text(printable(f"plan.json: unreadable plan ({type(err).__name__}); rerun rlscale plan")))
         return
-    for table in tables:
-        console.print(table)
+    for part in parts:
+        console.print(part)
 
 
 def _misplaced(out: Optional[Path], figures: Optional[Path]) -> Optional[str]:

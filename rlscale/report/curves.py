@@ -23,13 +23,17 @@ def power_law(c: np.ndarray, A: float, D: float, B: float) -> np.ndarray:
         return A - D / c ** B
 
 
-def linearize(c: np.ndarray, r: np.ndarray, A: float, B: float, C_mid: float, R0: float):
-    """Figure-7 coordinates (C, F(R_C)) of the points where F is defined (R0 < R_C < A and C > 0)."""
+def log_linearize(c: np.ndarray, r: np.ndarray, A: float, B: float, C_mid: float, R0: float):
+    """Figure-7 coordinates (C, log10 F(R_C)) of the points where F is defined and finite: R0 < R_C < A
+    and C > 0. Computed in logs, log10 F = B log10 C_mid - log10((A - R0)/(R_C - R0) - 1), so a large
+    compute unit (FLOPs: C^B ~ 1e45) never overflows."""
     c = np.asarray(c, dtype=float)
     r = np.asarray(r, dtype=float)
     keep = (c > 0) & (r > R0) & (r < A)
-    f = C_mid ** B / ((A - R0) / (r[keep] - R0) - 1.0)
-    return c[keep], f
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_f = B * np.log10(C_mid) - np.log10((A - R0) / (r[keep] - R0) - 1.0)
+    finite = np.isfinite(log_f)
+    return c[keep][finite], log_f[finite]
 
 
 def compute_grid(lo: float, hi: float, logx: bool, n: int = 160) -> np.ndarray:

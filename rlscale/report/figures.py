@@ -3,9 +3,9 @@
 Per sweep: ``curves`` (every run's eval points and fitted Eq. 1 sigmoid of ScaleRL, arXiv 2510.13786,
 overlaid: solid over the fit, dashed beyond fit_until, A dotted, the cutoff dash-dot), ``runs`` (one small
 panel per run, 24 to a page: the same plus A's CI band, points outside the fit window hollow, the power
-law of App. A.4 in grey, or a failed fit's message), ``loo`` (Figure 7: F(R_C) vs C on log-log axes at the sweep's
-fixed average A, slope B) and ``diagnostics`` (truncation rate with the paper's 10 % instability line,
-entropy, kept-prompt fraction, off-policy lag, throughput over compute). Across sweeps:
+law of App. A.4 in grey, or a failed fit's message), ``loo`` (Figure 7: F(R_C) vs C on log-log axes at the
+sweep's fixed average A, slope B; rlscale.report.figure7) and ``diagnostics`` (truncation rate with the paper's
+10 % instability line, entropy, kept-prompt fraction, off-policy lag, throughput over compute). Across sweeps:
 ``extrapolation`` (predicted vs observed reward beyond fit_until, sigmoid vs power law).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from rlscale.fit.schema import FitSettings
-from rlscale.report.curves import linearize
+from rlscale.report.figure7 import Y_LABEL, figure7
 from rlscale.report.model import TRUNCATION_FLAG, ReportData, RunView, SweepView
 from rlscale.report.plotting import (BAD, MARGINS, finish, fitted_curve, legend_text, panel_figure,
                                      points, power_law_curve, run_colors, set_scales, shorten, thin, unit)
@@ -49,7 +49,7 @@ def sweep_figures(sweep: SweepView, settings: FitSettings, panels: "RunPanels",
     colors = run_colors(len(sweep.runs))
     yield NamedFigure(sweep.name, "curves", curves_figure(sweep, settings, colors, logx))
     yield from panels.pages(sweep, colors)
-    loo = loo_figure(sweep, colors)
+    loo = loo_figure(sweep, settings, colors)
     if loo is not None:
         yield NamedFigure(sweep.name, "loo", loo)
     diagnostics = diagnostics_figure(sweep, settings, colors, logx)
@@ -157,38 +157,29 @@ class RunPanels:
         return (lo, hi * (1.3 if self.logx else 1.03)), (min(ys) - pad, max(ys) + pad)
 
 
-def loo_figure(sweep: SweepView, colors: List[str]) -> Optional[Figure]:
-    """Figure 7: F(R_C) = C_mid^B / ((A - R0)/(R_C - R0) - 1) vs C on log-log axes, at the fixed average A
-    of the LOO sweep, B refit at that A; F = C^B on the curve, so each variant's points follow a line of
-    slope B, drawn through the median of its points (the fitter's C_mid only moves a cloud up or down)."""
-    color_of = {run.anchor: color for run, color in zip(sweep.runs, colors)}
-    clouds = []
-    for row in sweep.loo:
-        if row.A_fixed is None or row.B_fixed is None:
-            continue
-        runs = [r for r in sweep.runs if r.variant == row.variant and r.fit is not None and r.fit.R0 is not None]
-        c_mid = row.C_mid if row.C_mid is not None else next((r.fit.C_mid for r in runs if r.fit.C_mid), None)
-        if c_mid is None:
-            continue
-        points_ = [linearize(r.eval.x, r.eval.y, row.A_fixed, row.B_fixed, c_mid, r.fit.R0) for r in runs]
-        c = np.concatenate([p[0] for p in points_]) if points_ else np.empty(0)
-        f = np.concatenate([p[1] for p in points_]) if points_ else np.empty(0)
-        if len(c):
-            clouds.append((row, c, f, color_of[runs[0].anchor]))
-    if not clouds:
+def loo_figure(sweep: SweepView, settings: FitSettings, colors: List[str]) -> Optional[Figure]:
+    """Figure 7 (rlscale.report.figure7): F(R_C) vs C on log-log axes at the fixed average A of the LOO
+    sweep, each variant's points and its line of slope B; the F axis spans the points' robust range."""
+    plot = figure7(sweep, settings.x)
+    if plot is None:
         return None
-    labels = [f"{row.variant}  B={row.B_fixed:.2f}" for row, *_ in clouds]
+    color_of = {run.anchor: color for run, color in zip(sweep.runs, colors)}
+    labels = [f"{cloud.variant}  B={cloud.B:.2f}" for cloud in plot.clouds]
     figure, axes = panel_figure(1, 1, 4.6, 3.4, legend=labels)
     ax = axes[0][0]
-    for (row, c, f, color), label in zip(clouds, labels):
-        ax.scatter(c, f, s=8, color=color, linewidths=0)
-        grid = np.geomspace(c.min(), c.max(), 50)
-        c0, f0 = np.exp(np.median(np.log(c))), np.exp(np.median(np.log(f)))
-        ax.plot(grid, f0 * (grid / c0) ** row.B_fixed, color=color, linewidth=1.2, label=legend_text(label))
+    lo, hi = plot.ylim
+    for cloud, label in zip(plot.clouds, labels):
+        color = color_of[cloud.anchor]
+        shown = (cloud.log_f >= lo) & (cloud.log_f <= hi)
+        ax.scatter(cloud.c[shown], 10.0 ** cloud.log_f[shown], s=8, color=color, linewidths=0)
+        grid, log_f = cloud.line()
+        ax.plot(grid, 10.0 ** log_f, color=color, linewidth=1.2, label=legend_text(label))
     ax.set_yscale("log")
-    ax.set_xlabel("compute C")
-    ax.set_ylabel("F(R_C)")
-    ax.set_title(f"{sweep.name}: fixed A = {clouds[0][0].A_fixed:.3f}; lines of slope B", parse_math=False)
+    ax.set_ylim(10.0 ** lo, 10.0 ** hi)
+    ax.set_xlabel(plot.x_label)
+    ax.set_ylabel(Y_LABEL)
+    hidden = f"; {plot.hidden} points off the axis" if plot.hidden else ""
+    ax.set_title(f"{sweep.name}: fixed A = {plot.A_fixed:.3f}; lines of slope B{hidden}", parse_math=False)
     finish(figure, axes, True, legend=labels)
     return figure
 

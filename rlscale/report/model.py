@@ -8,7 +8,8 @@ worker processes when asked (200 runs of 1,000 metrics lines are ~200k JSON line
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -27,6 +28,9 @@ DIAGNOSTICS = ("truncation_rate", "entropy", "kept_prompt_fraction", "lag_mean",
                "samples_per_s", "tokens_per_s")
 # Section 2 of the paper: a truncation rate of 10-15 % destabilizes training (ScaleRL keeps it < 5 %).
 TRUNCATION_FLAG = 0.10
+# A line at step 0 comes before any update (the untrained model): the diagnostics, and so the truncation
+# flag, read the train lines after it.
+UNTRAINED_STEP = 0
 UNFINISHED_STATES = ("failed", "diverged", "preempted", "unknown")
 
 
@@ -96,8 +100,51 @@ class RunView:
 
     @property
     def truncation_flagged(self) -> bool:
+        """The peak truncation rate of training passes the paper's 10 % line (Section 2)."""
         worst = self.peak("truncation_rate")
         return worst is not None and worst > TRUNCATION_FLAG
+
+    @property
+    def seed_label(self) -> str:
+        """The seed as the ranking table names it ("s2"), "" when the fit has none."""
+        return "" if self.fit is None or self.fit.seed is None else f"s{self.fit.seed}"
+
+
+@dataclass
+class VariantView:
+    """One variant of a sweep as the ranking table shows it: its runs (one per seed) and the fitter's rank
+    row, which is one per variant (None when the fitter made none). A and B of a variant are its seeds'
+    means (App. A.7: seeds are fitted separately and compared by their mean, with the seed spread)."""
+
+    variant: str
+    runs: List[RunView]
+    row: Optional[ComparisonRow]
+
+    @property
+    def fitted(self) -> List[RunView]:
+        return [run for run in self.runs if run.fit_ok]
+
+    def values(self, parameter: str) -> List[float]:
+        """``parameter`` (A, B, C_mid, r2) of each fitted seed, in seed order."""
+        return [v for run in self.fitted if (v := getattr(run.fit, parameter)) is not None]
+
+    def mean(self, parameter: str) -> Optional[float]:
+        values = self.values(parameter)
+        return float(np.mean(values)) if values else None
+
+    def lowest(self, parameter: str) -> Optional[float]:
+        values = self.values(parameter)
+        return min(values) if values else None
+
+    def spread(self, parameter: str) -> Optional[float]:
+        """The seeds' standard deviation of ``parameter`` (None with fewer than two fitted seeds)."""
+        values = self.values(parameter)
+        return float(np.std(values, ddof=1)) if len(values) > 1 else None
+
+    @property
+    def states(self) -> Dict[str, int]:
+        """How many of its runs are in each state."""
+        return dict(sorted(Counter(run.state for run in self.runs).items()))
 
 
 @dataclass
@@ -112,6 +159,14 @@ class SweepView:
 
     def rank_of(self, run: RunView) -> Optional[ComparisonRow]:
         return next((row for row in self.ranking if row.variant == run.variant), None)
+
+    @property
+    def variants(self) -> List[VariantView]:
+        """One entry per variant, in ranking order (its seeds in run order), unranked variants last."""
+        grouped: Dict[str, List[RunView]] = {}
+        for run in self.runs:
+            grouped.setdefault(run.variant, []).append(run)
+        return [VariantView(variant, runs, self.rank_of(runs[0])) for variant, runs in grouped.items()]
 
 
 @dataclass
@@ -157,7 +212,8 @@ def load_report(results_dir: Path, fits: FitResults, n_workers: int = 1) -> Repo
         ranking.sort(key=lambda c: (c.rank is None, c.rank or 0))
         loo = [c for c in fits.comparison if c.sweep == sweep and c.kind == "loo"]
         order = {row.variant: i for i, row in enumerate(ranking) if row.rank is not None}
-        runs = sorted(grouped[sweep], key=lambda r: (order.get(r.variant, len(order)), r.name))
+        runs = sorted(grouped[sweep],
+                      key=lambda r: (order.get(r.variant, len(order)), r.variant, _seed(r), r.name))
         sweeps.append(SweepView(sweep, runs, ranking, loo, _planned(results_dir, sweep, runs)))
     warnings = [f"{run.sweep}/{run.name}: {w}" for s in sweeps for run in s.runs for w in run.warnings]
     return ReportData(results_dir, fits.settings, sweeps, warnings, _read_plan(results_dir, warnings))
@@ -165,7 +221,7 @@ def load_report(results_dir: Path, fits: FitResults, n_workers: int = 1) -> Repo
 
 def _read_plan(results_dir: Path, warnings: List[str]) -> Optional[dict]:
     """plan.json as ``rlscale plan`` wrote it; None (and a warning) when it is missing or unreadable."""
-    from rlscale.plan.planner import PLAN_JSON
+    from rlscale.plan.planner import PLAN_JSON, SweepPlan
 
     path = results_dir / PLAN_JSON
     if not path.exists():
@@ -175,8 +231,10 @@ def _read_plan(results_dir: Path, warnings: List[str]) -> Optional[dict]:
     except (OSError, ValueError) as err:
         warnings.append(f"{path}: unreadable plan ({type(err).__name__}); rerun rlscale plan")
         return None
-    if not isinstance(plan, dict) or not isinstance(plan.get("sweeps"), list):
-        warnings.append(f"{path}: not a plan of rlscale plan; rerun rlscale plan")
+    keys = {f.name for f in fields(SweepPlan)}
+    if (not isinstance(plan, dict) or not isinstance(plan.get("sweeps"), list)
+            or not all(isinstance(sweep, dict) and keys <= sweep.keys() for sweep in plan["sweeps"])):
+        warnings.append(f"{path}: not a plan of this rlscale plan; rerun rlscale plan")
         return None
     return plan
 
@@ -228,13 +286,17 @@ def _run_view(job: RunJob) -> RunView:
     for rec in records:
         by_kind.setdefault(rec.get("kind", "train"), []).append(rec)
     x_unit = resolve_x(job.x_unit, [by_kind["eval"]])  # "auto" only when there are no fits to say which
-    train = {metric: series for metric in DIAGNOSTICS
-             if len((series := _series(by_kind["train"], x_unit, metric)).x)}
+    trained = [rec for rec in by_kind["train"] if rec["step"] > UNTRAINED_STEP]
+    train = {metric: series for metric in DIAGNOSTICS if len((series := _series(trained, x_unit, metric)).x)}
     fit_points = _fit_points(fit)
     evals = fit_points if len(fit_points.x) else _series(by_kind["eval"], x_unit, job.y_name)
     samples, sampled_evals = read_samples(run_dir.path)
     return RunView(job.anchor, sweep, variant, name, run_dir.path, fit, str(status.get("state", "unknown")),
                    str(status.get("reason", "")), config_text, evals, train, warnings, samples, sampled_evals)
+
+
+def _seed(run: RunView) -> int:
+    return -1 if run.fit is None or run.fit.seed is None else run.fit.seed
 
 
 def _fit_points(fit: Optional[RunFit]) -> Series:

@@ -13,8 +13,11 @@ from typing import Dict, Tuple
 import jinja2
 
 from rlscale.fit.schema import axis_label
+from rlscale.plan.planner import EXTRAPOLATION_LIMIT
+from rlscale.plan.view import notes as plan_notes, title as plan_title
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
+from rlscale.report.ranking import by_seed, details, notes, points_text, rank_text
 from rlscale.report.summary import summarize
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -27,10 +30,12 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=num, ci=ci, signed_ci=signed_ci, axis_label=axis_label)
+    env.globals.update(by_seed=by_seed, details=details, notes=notes, points_text=points_text, rank_text=rank_text,
+                       plan_notes=plan_notes, plan_title=plan_title)
     uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
     return env.get_template("report.html.j2").render(
         report=report, summaries=summarize(report), images=uris, colors=colors, logx=logx,
         generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        truncation_flag=TRUNCATION_FLAG, unfinished=UNFINISHED_STATES,
+        truncation_flag=TRUNCATION_FLAG, unfinished=UNFINISHED_STATES, extrapolation_limit=EXTRAPOLATION_LIMIT,
         cutoffs=sorted({r.fit.cutoff for r in report.runs if r.fit is not None and r.fit.cutoff is not None}))
 

@@ -10,8 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from rlscale.fit.schema import axis_label
-from rlscale.report.formatting import ci, num, signed_ci
-from rlscale.report.model import UNFINISHED_STATES, ReportData
+from rlscale.report.formatting import num, signed_ci
+from rlscale.report.model import UNFINISHED_STATES, ReportData, SweepView
+from rlscale.report.ranking import by_seed, note_text, rank_text
 from rlscale.report.summary import summarize
 from rlscale.results.names import printable
 
@@ -37,18 +38,7 @@ def print_summary(report: ReportData, console: Console) -> None:
         if sm.noise is not None and sm.noise.flagged:
             console.print(Text(printable(f"{sm.name}: {sm.noise.describe()}"), style="yellow"))
     for sweep in report.sweeps:
-        table = Table(title=Text(printable(f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A ('=': tie)")),
-                      title_justify="left")
-        for column in ("rank", "variant", "state", "A", "A CI", "B", "C_mid", "fit"):
-            table.add_column(column, justify="right" if column in ("rank", "A", "B", "C_mid") else "left")
-        for run in sweep.runs:
-            row = sweep.rank_of(run)
-            rank = f"{row.rank}{'=' if row.tie else ''}" if row is not None and row.rank is not None else "-"
-            f = run.fit
-            numbers = ((num(f.A), ci(f.A_lo, f.A_hi), num(f.B, 2), num(f.C_mid, 0)) if run.fit_ok
-                       else ("-", "", "-", "-"))
-            table.add_row(*map(_text, (rank, run.name, run.state, *numbers, "ok" if run.fit_ok else run.fit_message)))
-        console.print(table)
+        console.print(_ranking_table(sweep))
         if sweep.loo:
             console.print(_loo_table(sweep))
     stopped = [run for run in report.runs if run.state in UNFINISHED_STATES]
@@ -56,7 +46,21 @@ def print_summary(report: ReportData, console: Console) -> None:
         console.print(Text(printable(f"{run.state}: {run.sweep}/{run.name}: {run.reason}"), style="red"))
 
 
-def _loo_table(sweep) -> Table:
+def _ranking_table(sweep: SweepView) -> Table:
+    """One row per variant, its seeds folded (rlscale.report.ranking)."""
+    table = Table(title=Text(printable(f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A "
+                                       "('=': tie; A and B: seed means)")), title_justify="left")
+    for column in ("rank", "variant", "state", "A", "by seed / CI", "B", "C_mid", "note"):
+        table.add_column(column, justify="right" if column in ("rank", "A", "B", "C_mid") else "left")
+    for v in sweep.variants:
+        states = " ".join(f"{k}={n}" if len(v.runs) > 1 else k for k, n in v.states.items())
+        numbers = ((num(v.mean("A")), by_seed(v, "A"), num(v.mean("B"), 2), num(v.mean("C_mid"), 0))
+                   if v.fitted else ("-", "", "-", "-"))
+        table.add_row(*map(_text, (rank_text(v.row), v.variant, states, *numbers, note_text(v))))
+    return table
+
+
+def _loo_table(sweep: SweepView) -> Table:
     table = Table(title=Text(printable(f"{sweep.name}: leave-one-out (B at the sweep's fixed A)")), title_justify="left")
     for column in ("variant", "axis", "dA [CI]", "dB [CI]", "interval", "verdict"):
         table.add_column(column, justify="right" if column.startswith("d") else "left")

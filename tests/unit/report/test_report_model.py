@@ -3,12 +3,13 @@ the same result read in parallel, the Figure-7 transform of the paper, and numbe
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 import numpy as np
 import pytest
 
-from rlscale.fit.schema import FITS_JSON, FitResults, RunFit
-from rlscale.report.curves import linearize, sigmoid
+from rlscale.fit.schema import FITS_JSON, ComparisonRow, FitResults, RunFit
+from rlscale.report.curves import log_linearize, sigmoid
 from rlscale.report.formatting import ci, num
 from rlscale.report.model import TRUNCATION_FLAG, Series, load_report
 from rlscale.report.summary import summarize
@@ -87,6 +88,57 @@ def test_metrics_with_missing_or_odd_values_are_tolerated(tmp_path):
     assert any("torn" in w for w in report.warnings) and any("config.yaml" in w for w in report.warnings)
 
 
+def test_truncation_alarms_read_train_lines_after_step_0(tmp_path):
+    """The paper's 10 % instability line (Section 2) is about training: a step-0 line (the untrained model)
+    and the eval lines never raise the alarm, a train line after step 0 does."""
+    def run(name, lines):
+        folder = tmp_path / "results" / "sweep" / name
+        folder.mkdir(parents=True)
+        (folder / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    untrained = [{"step": 0, "kind": "train", "gpu_hours": 0.0, "truncation_rate": 0.6},
+                 {"step": 0, "kind": "eval", "gpu_hours": 0.0, "val_reward": 0.2, "truncation_rate": 0.7,
+                  "val_truncation_rate": 0.7}]
+    trained = [{"step": s, "kind": "train", "gpu_hours": float(s), "truncation_rate": 0.04} for s in (1, 2, 3)]
+    run("calm", untrained + trained)
+    run("unstable", untrained + trained + [{"step": 4, "kind": "train", "gpu_hours": 4.0, "truncation_rate": 0.12}])
+    runs = {r.name: r for r in load_report(tmp_path / "results", FitResults.from_json("{}")).runs}
+    assert not runs["calm"].truncation_flagged and runs["calm"].peak("truncation_rate") == 0.04
+    assert list(runs["calm"].train["truncation_rate"].x) == [1.0, 2.0, 3.0]
+    assert runs["unstable"].truncation_flagged and runs["unstable"].peak("truncation_rate") == 0.12
+
+
+def test_a_variants_seeds_fold_into_one_entry(tmp_path):
+    """The ranking reads one entry per variant: its seeds' runs, the fitter's rank row once, seed means."""
+    root = tmp_path / "results"
+    fits = write_results(root, synthetic_plan(n_runs=4, n_sweeps=1, edge_cases=False, seeds=3), n_train=5)
+    sweep = load_report(root, fits).sweeps[0]
+    assert len(sweep.runs) == 12 and len(sweep.variants) == 4
+    for v in sweep.variants:
+        seeds = [f for f in fits.runs if f.variant == v.variant]
+        assert [r.seed_label for r in v.runs] == ["s0", "s1", "s2"] and v.states == {"done": 3}
+        assert v.row.variant == v.variant and v.row.kind == "rank"
+        assert v.mean("A") == pytest.approx(np.mean([f.A for f in seeds]))
+        assert v.spread("A") == pytest.approx(np.std([f.A for f in seeds], ddof=1))
+    assert [v.row.rank for v in sweep.variants] == sorted(v.row.rank for v in sweep.variants)
+
+
+def test_a_comparison_rows_further_fields_are_shown_by_name():
+    """Fields the tables have no column for reach the row's note by name; unset ones are left out."""
+    from dataclasses import dataclass
+
+    from rlscale.report.ranking import details
+
+    @dataclass
+    class Row(ComparisonRow):
+        pairing: str = ""
+        share: Optional[float] = None
+
+    assert details(Row(kind="rank", sweep="s", variant="v", rank=1, note="n", pairing="paired n=3",
+                       share=0.25)) == "pairing paired n=3, share 0.250"
+    assert details(Row(kind="rank", sweep="s", variant="v", rank=1, dA=0.01)) == "" and details(None) == ""
+
+
 def test_series_keep_finite_pairs_only():
     series = Series.of([(1, 0.1), (2, None), ("x", 0.3), (4, float("inf")), (5, [1])])
     assert list(series.x) == [1.0] and list(series.y) == [0.1]
@@ -104,9 +156,12 @@ def test_figure7_transform_is_C_to_the_B_on_the_curve():
     """ScaleRL App. A.7: F(R_C) = C_mid^B / ((A - R0)/(R_C - R0) - 1) = C^B on Eq. 1 (slope B in log-log)."""
     c = np.geomspace(100, 40000, 30)
     r = sigmoid(c, A=0.61, B=1.92, C_mid=2542, R0=0.2)  # Table 1, ScaleRL
-    cs, f = linearize(c, r, A=0.61, B=1.92, C_mid=2542, R0=0.2)
-    np.testing.assert_allclose(f, c ** 1.92, rtol=1e-6)
-    assert len(linearize(c, np.full_like(c, 0.7), 0.61, 1.92, 2542, 0.2)[0]) == 0  # above A: undefined
+    cs, log_f = log_linearize(c, r, A=0.61, B=1.92, C_mid=2542, R0=0.2)
+    np.testing.assert_allclose(log_f, 1.92 * np.log10(c), rtol=1e-6)
+    flops = c * 3.6e18  # C^B ~ 1e80: finite in logs
+    np.testing.assert_allclose(log_linearize(flops, r, 0.61, 1.92, 2542 * 3.6e18, 0.2)[1], 1.92 * np.log10(flops))
+    for outside in (0.7, 0.61, 0.2, 0.1):  # at or above A, at or below R0: undefined
+        assert len(log_linearize(c, np.full_like(c, outside), 0.61, 1.92, 2542, 0.2)[0]) == 0
 
 
 def test_numbers_are_formatted_for_readers():

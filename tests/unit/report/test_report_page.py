@@ -103,6 +103,7 @@ def test_verdicts_show_their_intervals_and_the_flags(tmp_path):
     and the terminal; a run whose A is not identified is never the "highest A"."""
     from dataclasses import replace
 
+    from markupsafe import escape
     from rich.console import Console
 
     from rlscale.report.summary import summarize
@@ -119,21 +120,106 @@ def test_verdicts_show_their_intervals_and_the_flags(tmp_path):
                           dA_hi=0.066, dB=-0.4, dB_lo=-0.9, dB_hi=0.1, interval_source="bootstrap",
                           verdict="unresolved", reason="A not identified", needs="more compute"),
             ComparisonRow(kind="loo", sweep="loo-0", variant="other", axis="loss", dA=-0.061, dA_lo=-0.075,
-                          dA_hi=-0.047, dB=0.1, dB_lo=-0.2, dB_hi=0.4, min_effect_B=0.41,
-                          interval_source="seeds n=3", verdict="lower ceiling"),
+                          dA_hi=-0.047, dB=0.1, dB_lo=-0.2, dB_hi=0.4, interval_source="seeds n=3",
+                          verdict="lower ceiling"),
             ComparisonRow(kind="rank", sweep="loo-0", variant=loo[0].variant, rank=1, tie=True, A=0.6)]
     report = load_report(root, FitResults(fits.settings, runs, [c for c in fits.comparison if c.kind != "loo"] + rows))
     summary = next(s for s in summarize(report) if s.name == "loo-0")
     assert summary.best_A.name != top.variant and summary.n_unidentified == 1
-    assert summary.noise.flagged and summary.noise.samples_needed == pytest.approx(512 * 4)
+    assert summary.noise.flagged
     html = write_report(report, html=tmp_path / "report.html").html.read_text()
     for text in ("unresolved (A not identified): more compute", "+0.031 [-0.004, +0.066]", "-0.061 [-0.075, -0.047]",
-                 "seeds n=3", "bootstrap", "0.41", "about 2,048 eval samples (now 512)", "A not identified: A&#39;s",
+                 "seeds n=3", "bootstrap", str(escape(summary.noise.describe())), "A not identified: A&#39;s",
                  "GPU-hours (measured)", "1= <span class=\"tie\">tie</span>"):
         assert text in html, text
     console = Console(record=True, width=250)
     print_summary(report, console)
     terminal = console.export_text()
     for text in ("unresolved (A not identified): more compute", "+0.031 [-0.004, +0.066]", "lower ceiling",
-                 "eval noise: median SE 0.02 > 0.01", "1=", "GPU-hours (measured)"):
+                 summary.noise.describe(), "1=", "GPU-hours (measured)"):
         assert text in terminal, text
+
+
+class Rows(HTMLParser):
+    """The text of each cell of each body row of the tables of one ``data-table`` kind."""
+
+    def __init__(self, kind: str):
+        super().__init__()
+        self.kind, self.inside, self.cell, self.rows = kind, False, False, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self.inside = attrs.get("data-table") == self.kind
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag == "td":
+            self.rows[-1].append("")
+            self.cell = True
+
+    def handle_endtag(self, tag):
+        self.inside = self.inside and tag != "table"
+        self.cell = self.cell and tag != "td"
+
+    def handle_data(self, data):
+        if self.cell:
+            self.rows[-1][-1] += data
+
+
+def test_the_ranking_shows_one_row_per_variant_with_its_seeds(tmp_path):
+    """Seeds fold into their variant's row: the rank, tie and note once, each seed's A beside the mean."""
+    from rich.console import Console
+
+    from rlscale.report.terminal import print_summary
+
+    root = tmp_path / "results"
+    fits = write_results(root, synthetic_plan(n_runs=8, n_sweeps=1, seeds=3), n_train=5)
+    report = load_report(root, fits)
+    variants = {r.variant for r in fits.runs}
+    html = write_report(report, html=tmp_path / "report.html").html.read_text()
+    rows = Rows("ranking")
+    rows.feed(html)
+    body = [row for row in rows.rows if row]  # the header row has no td
+    assert len(body) == len(variants) == 8 and len(report.runs) == 24
+    tied = [row for row in body if row[0].startswith("1=")]
+    assert len(tied) == sum(1 for c in fits.comparison if c.kind == "rank" and c.tie) > 1
+    for row in tied:
+        assert row[-1].count("tie with") == 1 and row[-1].count("mean of 3 seeds") == 1, row
+        assert all(f"s{k} " in row[4] for k in range(3)) and "(sd " in row[4], row
+    failed = next(row for row in body if row[1].startswith("oom"))
+    assert failed[-1] == "no_data: no eval lines"  # said once for its three seeds
+    console = Console(record=True, width=400)
+    print_summary(report, console)
+    terminal = console.export_text()
+    assert terminal.count("mean of 3 seeds") == len(tied) and terminal.count("no_data: no eval lines") == 1
+
+
+@pytest.mark.parametrize("x", ["gpu_hours", "flops"])
+def test_figure7_axes_are_labelled_and_span_the_datas_robust_range(tmp_path, x):
+    """Figure 7 (App. A.7): F(R_C) = C^B on the curve, so in FLOPs it would reach ~1e45; the plot counts
+    compute in a power of ten of the fit's unit, keeps F where R0 < R_C < A, and clips its axis to the
+    points' robust range and the lines of slope B."""
+    import numpy as np
+
+    from rlscale.fit.schema import axis_label
+    from rlscale.report.figure7 import Y_LABEL, figure7
+    from rlscale.report.figures import loo_figure
+
+    root = tmp_path / "results"
+    fits = write_results(root, synthetic_plan(n_runs=6, n_sweeps=1, edge_cases=False, seeds=2), n_train=5, x=x)
+    report = load_report(root, fits)
+    sweep = report.sweeps[0]
+    plot = figure7(sweep, report.settings.x)
+    assert plot.scale == (1.0 if x == "gpu_hours" else 1e22)
+    assert plot.x_label == (axis_label(x) if x == "gpu_hours" else f"{axis_label(x)}, in units of 1e22")
+    lo, hi = plot.ylim
+    points = np.concatenate([c.log_f for c in plot.clouds])
+    lines = np.concatenate([c.line()[1] for c in plot.clouds])
+    assert np.isfinite(points).all() and lo <= lines.min() and lines.max() <= hi
+    assert hi - lo < 7  # decades: the lines' spread over the observed compute, not the outliers near A or R0
+    assert plot.hidden == np.sum((points < lo) | (points > hi)) < 0.1 * len(points)
+    with matplotlib.rc_context(STYLE):
+        ax = loo_figure(sweep, report.settings, run_colors(len(sweep.runs))).axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (plot.x_label, Y_LABEL)
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    np.testing.assert_allclose(np.log10(ax.get_ylim()), plot.ylim)
