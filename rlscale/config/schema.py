@@ -131,8 +131,11 @@ class CurriculumConfig:
     """No-Positive-Resampling or uniform resampling of the training pool."""
 
     name: str = knob("no_positive_resampling", "the curriculum", "Sec. 3.2")
-    threshold: float = knob(0.9, "no_positive_resampling: a prompt whose historical pass rate reaches this leaves the "
-                            "pool for good (from the next epoch on)", "Sec. 3.2")
+    threshold: float = knob(0.9, "no_positive_resampling: a prompt whose recent pass rate (over its last ``window`` "
+                            "visits) reaches this is removed for good: the epoch under way keeps its order, every "
+                            "later epoch leaves the prompt out", "Sec. 3.2")
+    window: int = knob(1, "no_positive_resampling: the visits (G samples each; an epoch visits every active prompt "
+                       "once) whose samples give the recent pass rate; 1: the prompt's latest epoch", "Sec. 3.2")
     pool_size: int = knob(128, "the RL pool is the first ``pool_size`` training prompts (0, or more than the split "
                           "holds: the whole split; the tiny model's warm-up still sees the whole split). A pool that "
                           "the run goes through several times lets the curriculum act, as over the paper's epochs")

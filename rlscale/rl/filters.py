@@ -5,13 +5,15 @@
   ``zero_variance_keep`` says which sequences stay; the loop zeroes the mask rows of the others.
 - DAPO dynamic sampling: instead, generate more prompts until the batch is full of prompts with signal.
   ``select_groups_with_signal`` says which groups qualify; the loop does the resampling.
-- No-Positive-Resampling (NPR): each prompt's historical pass rate is kept; a prompt whose pass rate
-  reaches the threshold (paper: 0.9) leaves the pool for good ("adaptive prompt filtering").
-  ``NoPositiveResamplingPool`` with ``enabled=False`` is the baseline's uniform resampling.
+- No-Positive-Resampling (NPR): each prompt's history of pass rates is kept; a prompt whose recent pass
+  rate (its latest epoch's, by default) reaches the threshold (paper: 0.9) is absent from every later
+  epoch ("adaptive prompt filtering"). ``NoPositiveResamplingPool`` with ``enabled=False`` is the
+  baseline's uniform resampling.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor
@@ -47,32 +49,63 @@ class PoolExhausted(RuntimeError):
     """No-Positive-Resampling has removed every prompt of the training set."""
 
 
+@dataclass
+class PromptHistory:
+    """One prompt's record: (correct, samples) of each of its last ``window`` visits, oldest first, and
+    whether No-Positive-Resampling has removed it."""
+
+    visits: list[tuple[float, int]] = field(default_factory=list)
+    removed: bool = False
+
+    def add_visit(self, correct: float, samples: int, window: int) -> None:
+        self.visits = [*self.visits, (correct, samples)][-window:]
+
+    def pass_rate(self) -> float:
+        """Correct samples over all samples of the kept visits (0.0 before the first visit)."""
+        return sum(c for c, _ in self.visits) / max(sum(n for _, n in self.visits), 1)
+
+
 class NoPositiveResamplingPool:
-    """The training prompts 0..num_prompts-1, served in epochs, with No-Positive-Resampling.
+    """The training prompts 0..num_prompts-1, served in epochs, with No-Positive-Resampling (Sec. 3.2).
 
     Each epoch shuffles the prompts still active with the caller's ``torch.Generator`` and walks
-    through that order; a batch may run across an epoch boundary (so with fewer than n active prompts
-    a batch repeats some). ``update`` adds each sample's correctness to its prompt's history; when a
-    prompt's pass rate (mean correctness over all its samples so far) reaches ``threshold`` it is
-    removed for good: skipped for the rest of the current epoch and absent from every later one. With ``enabled=False`` (uniform resampling) nothing is ever
-    removed; the history is still kept.
+    through that order, so an epoch visits every active prompt once; a batch may run across an epoch
+    boundary (so with fewer than n active prompts a batch repeats some). ``update`` records one visit
+    per prompt: the correctness of its G samples.
 
-    ``state_dict`` holds plain Python types (counts, removal flags, the epoch's order and position).
-    Resuming from it together with the generator's state (``generator.get_state()``) yields exactly
-    the batches an uninterrupted run would have.
+    Removal rule. ScaleRL (Sec. 3.2, "No-Positive-Resampling") keeps a history of pass rates and
+    permanently removes prompts with pass rate >= 0.9 from subsequent epochs. The pass rate that decides
+    is the prompt's recent one: correct samples over all samples of its last ``window`` visits, judged
+    once it has that many. With the default ``window=1`` that is its latest visit, i.e. its pass rate in
+    the latest epoch: what the current policy does on it. A larger window pools several epochs' samples,
+    so a removal needs more evidence when G is small. A mean over every sample since step 0 would hold a
+    prompt that started at 0/8 and is now solved 8/8 below the threshold for as long as its early failures
+    weigh in (0.5 after two visits), so the hard prompts the policy has learned would never leave.
+
+    Timing. A prompt is marked removed by the ``update`` that brings its recent pass rate to
+    ``threshold`` and stays removed whatever follows. The order of an epoch is fixed when the epoch
+    starts: a prompt removed after that is still served where that order has it, and is absent from
+    every epoch that starts afterwards ("from subsequent epochs"). With ``enabled=False`` (uniform
+    resampling) nothing is ever removed; the history is still kept. When no prompt is left, the next
+    epoch raises ``PoolExhausted``.
+
+    ``state_dict`` holds plain Python types (per-prompt visits, removal flags, the epoch's order and
+    position). Resuming from it together with the generator's state (``generator.get_state()``)
+    yields exactly the batches an uninterrupted run would have.
     """
 
-    def __init__(self, num_prompts: int, threshold: float = 0.9, enabled: bool = True) -> None:
+    def __init__(self, num_prompts: int, threshold: float = 0.9, enabled: bool = True, window: int = 1) -> None:
         if num_prompts < 1:
             raise ValueError(f"num_prompts must be >= 1, got {num_prompts}")
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        if window < 1:
+            raise ValueError(f"window must be >= 1 visit, got {window}")
         self.num_prompts = num_prompts
         self.threshold = threshold
         self.enabled = enabled
-        self._successes = [0.0] * num_prompts
-        self._samples = [0] * num_prompts
-        self._removed = [False] * num_prompts
+        self.window = window
+        self._prompts = [PromptHistory() for _ in range(num_prompts)]
         self._order: list[int] = []
         self._position = 0
         self._epoch = 0
@@ -82,69 +115,71 @@ class NoPositiveResamplingPool:
         """Number of epochs started so far (1 during the first)."""
         return self._epoch
 
-    def update(self, prompt_ids: Union[Sequence[int], Tensor], correct: Tensor) -> None:
-        """Record N samples: ``prompt_ids`` [N] the prompt of each sample, ``correct`` [N] float in
-        {0, 1} (1 = correct)."""
-        ids = torch.as_tensor(prompt_ids).tolist()
-        values = correct.tolist()
-        if len(ids) != len(values):
-            raise ValueError(f"{len(ids)} prompt ids for {len(values)} correctness values")
-        if any(not 0.0 <= v <= 1.0 for v in values):
+    def update(self, prompt_ids: Sequence[int], correct: Tensor) -> None:
+        """Record one visit per prompt: ``prompt_ids`` [P], ``correct`` [P, G] float in {0, 1}
+        (1 = correct), row i the G samples of prompt ``prompt_ids[i]``, rows in the order drawn."""
+        ids = list(prompt_ids)
+        if correct.dim() != 2 or correct.shape[0] != len(ids) or correct.shape[1] < 1:
+            raise ValueError(f"correct {tuple(correct.shape)} must be [P, G] with P = {len(ids)} prompt ids, G >= 1")
+        if bool(((correct < 0) | (correct > 1)).any()):
             raise ValueError("correct must be in {0, 1} (map +1/-1 rewards to 1/0 first)")
         if any(not 0 <= p < self.num_prompts for p in ids):
             raise ValueError(f"prompt ids must be in [0, {self.num_prompts})")
-        for prompt, value in zip(ids, values):
-            self._successes[prompt] += value
-            self._samples[prompt] += 1
-        if self.enabled:
-            for prompt in set(ids):
-                if self.pass_rate(prompt) >= self.threshold:
-                    self._removed[prompt] = True
+        for prompt, successes in zip(ids, correct.sum(dim=1).tolist()):
+            history = self._prompts[prompt]
+            history.add_visit(successes, correct.shape[1], self.window)
+            if self.enabled and len(history.visits) == self.window and history.pass_rate() >= self.threshold:
+                history.removed = True
 
     def pass_rate(self, prompt_id: int) -> float:
-        """Historical mean correctness of one prompt (0.0 before any sample)."""
-        return self._successes[prompt_id] / max(self._samples[prompt_id], 1)
+        """Recent pass rate of one prompt: over its last ``window`` visits (0.0 before any)."""
+        return self._prompts[prompt_id].pass_rate()
 
     def active(self) -> list[int]:
-        """The prompts not removed, ascending."""
-        return [p for p in range(self.num_prompts) if not self._removed[p]]
+        """The prompts not removed (those the next epoch will hold), ascending."""
+        return [p for p, history in enumerate(self._prompts) if not history.removed]
 
     def next_batch(self, n: int, generator: torch.Generator) -> list[int]:
-        """The next ``n`` prompt ids; raises ``PoolExhausted`` when no prompt is left."""
+        """The next ``n`` prompt ids; raises ``PoolExhausted`` when an epoch must start and no prompt is
+        left."""
         if n < 1:
             raise ValueError(f"batch size must be >= 1, got {n}")
         batch: list[int] = []
         while len(batch) < n:
             if self._position == len(self._order):
                 self._start_epoch(generator)
-            prompt = self._order[self._position]
+            batch.append(self._order[self._position])
             self._position += 1
-            if not self._removed[prompt]:
-                batch.append(prompt)
         return batch
 
     def _start_epoch(self, generator: torch.Generator) -> None:
         active = self.active()
         if not active:
-            raise PoolExhausted(f"No-Positive-Resampling removed all {self.num_prompts} prompts (pass rate "
-                                f">= {self.threshold}); the training set is solved")
+            raise PoolExhausted(f"No-Positive-Resampling removed all {self.num_prompts} prompts (recent pass "
+                                f"rate >= {self.threshold}); the training set is solved")
         self._order = [active[i] for i in torch.randperm(len(active), generator=generator).tolist()]
         self._position = 0
         self._epoch += 1
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain-Python state (lists, ints, floats) for ``torch.save``."""
-        return {"num_prompts": self.num_prompts, "successes": list(self._successes),
-                "samples": list(self._samples), "removed": list(self._removed),
+        """Plain-Python state (lists, ints, floats, bools) for ``torch.save``."""
+        return {"num_prompts": self.num_prompts, "window": self.window,
+                "visits": [[[c, n] for c, n in history.visits] for history in self._prompts],
+                "removed": [history.removed for history in self._prompts],
                 "order": list(self._order), "position": self._position, "epoch": self._epoch}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore ``state_dict()``'s output; the pool must have the same number of prompts."""
-        if state["num_prompts"] != self.num_prompts:
-            raise ValueError(f"state is for {state['num_prompts']} prompts, this pool has {self.num_prompts}")
-        self._successes = list(state["successes"])
-        self._samples = list(state["samples"])
-        self._removed = list(state["removed"])
+        """Restore ``state_dict()``'s output. Raises ``ValueError`` (one line) for a state of another
+        pool size or window, or one without per-visit history (cumulative counts cannot give the
+        recent pass rate)."""
+        if "visits" not in state:
+            raise ValueError("the No-Positive-Resampling state holds cumulative pass rates, not per-visit ones; "
+                             "it cannot be resumed under the recent-pass-rate rule: start over with --force")
+        for key, mine in (("num_prompts", self.num_prompts), ("window", self.window)):
+            if state[key] != mine:
+                raise ValueError(f"the No-Positive-Resampling state has {key} {state[key]}, this run {mine}")
+        self._prompts = [PromptHistory([(float(c), int(n)) for c, n in visits], bool(removed))
+                         for visits, removed in zip(state["visits"], state["removed"])]
         self._order = list(state["order"])
         self._position = int(state["position"])
         self._epoch = int(state["epoch"])

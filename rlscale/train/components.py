@@ -145,7 +145,8 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     learner = build_learner(cfg, model, longest_sequence(task, tok, generator) if compiles else 0)
     split = len(task.train_problems())
     pool = NoPositiveResamplingPool(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum.threshold,
-                                    enabled=cfg.curriculum.name == "no_positive_resampling")
+                                    enabled=cfg.curriculum.name == "no_positive_resampling",
+                                    window=cfg.curriculum.window)
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type,
                          torch.cuda.device_count() if device.type == "cuda" else 1)

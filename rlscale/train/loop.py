@@ -31,7 +31,8 @@ from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 from rlscale.train.batch import ScoredGroup, collate
-from rlscale.train.checkpoint import CheckpointError, check_resumable, load_checkpoint, save_checkpoint
+from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, check_resumable, load_checkpoint,
+                                      save_checkpoint)
 from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
 
@@ -142,7 +143,10 @@ class RunLoop:
         c.learner.load_state_dict(ckpt["learner"])
         c.rng.set_state(ckpt["rng"])
         torch.set_rng_state(ckpt["torch_rng"])
-        c.pool.load_state_dict(ckpt["pool"])
+        try:
+            c.pool.load_state_dict(ckpt["pool"])
+        except ValueError as err:
+            raise ResumeRefused(f"{self.run_dir / CHECKPOINT}: {err}") from None
         c.source.load_state_dict(ckpt["source"])
         c.meter.load_state_dict(ckpt["compute"])
         self.step = ckpt["step"]

@@ -70,13 +70,12 @@ class RolloutSampler:
         the compute and feed the pass rates back to the pool."""
         self.meter.add_generation(sum(len(c.prompt_ids) for c in completions),
                                   sum(len(c.tokens) for c in completions), len(completions))
-        groups, correct_all = [], []
+        groups = []
         for j, pid in enumerate(ids):
             comps = completions[j * self.generations:(j + 1) * self.generations]
             correct = [score_completion(self.task, self.problems[pid], c) for c in comps]
             groups.append(ScoredGroup(pid, comps, correct, rewards_for(comps, correct, self.length)))
-            correct_all.extend(correct)
-        self.pool.update([i for i in ids for _ in range(self.generations)], torch.tensor(correct_all, dtype=torch.float))
+        self.pool.update(ids, torch.tensor([g.correct for g in groups], dtype=torch.float))
         self.groups_generated += len(groups)
         self.groups_with_signal += sum(g.has_signal for g in groups)
         return groups

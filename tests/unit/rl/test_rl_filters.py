@@ -27,37 +27,64 @@ def test_groups_with_signal_are_listed_ascending():
     assert zero_variance_keep(rewards, groups).tolist() == [True, True, False, False, True, True]
 
 
-def test_pool_removes_at_threshold_for_good():
-    pool = NoPositiveResamplingPool(num_prompts=4, threshold=0.9, enabled=True)
-    # prompt 0: 9 of 10 correct = 0.9 >= 0.9 -> removed. prompt 1: 8 of 10 = 0.8 -> stays.
-    pool.update([0] * 10 + [1] * 10, torch.tensor([1.0] * 9 + [0.0] + [1.0] * 8 + [0.0] * 2))
-    assert pool.pass_rate(0) == pytest.approx(0.9)
-    assert pool.active() == [1, 2, 3]
-    # Failures afterwards do not bring it back.
-    pool.update(torch.tensor([0, 0, 0]), torch.zeros(3))
-    assert pool.active() == [1, 2, 3]
-    generator = torch.Generator().manual_seed(0)
-    served = [p for _ in range(30) for p in pool.next_batch(2, generator)]
-    assert 0 not in served
-    assert set(served) == {1, 2, 3}
+def visit(pool: NoPositiveResamplingPool, prompt: int, correct: int, samples: int = 8) -> None:
+    """Record one visit of ``prompt``: ``correct`` of ``samples`` samples right."""
+    pool.update([prompt], torch.tensor([[1.0] * correct + [0.0] * (samples - correct)]))
 
 
-def test_pool_skips_a_prompt_removed_mid_epoch():
-    pool = NoPositiveResamplingPool(num_prompts=6, threshold=0.9, enabled=True)
+def test_a_prompt_that_starts_unsolved_and_becomes_solved_is_removed():
+    pool = NoPositiveResamplingPool(num_prompts=3, threshold=0.9)
+    visit(pool, 0, 0)
+    visit(pool, 0, 0)
+    assert pool.active() == [0, 1, 2]
+    visit(pool, 0, 8)  # 8 of 24 since the start (0.33); its latest epoch: 8/8
+    assert pool.pass_rate(0) == 1.0
+    assert pool.active() == [1, 2]
+    visit(pool, 0, 0)  # failures afterwards do not bring it back
+    assert pool.active() == [1, 2]
+
+
+@pytest.mark.parametrize("correct, samples, removed", [(17, 20, False), (9, 10, True), (7, 8, False)])
+def test_the_recent_pass_rate_is_compared_with_the_threshold(correct, samples, removed):
+    pool = NoPositiveResamplingPool(num_prompts=2, threshold=0.9)
+    visit(pool, 1, 0, samples)
+    visit(pool, 1, correct, samples)  # recent 0.85 is kept, 0.9 is removed, 7/8 = 0.875 is kept
+    assert pool.pass_rate(1) == pytest.approx(correct / samples)
+    assert (1 not in pool.active()) == removed
+
+
+def test_a_window_pools_the_last_visits_and_judges_a_full_one():
+    pool = NoPositiveResamplingPool(num_prompts=2, threshold=0.9, window=2)
+    visit(pool, 0, 8)
+    assert pool.active() == [0, 1]  # one visit of the two the window needs
+    visit(pool, 1, 0)
+    visit(pool, 1, 8)
+    assert (pool.pass_rate(1), pool.active()) == (0.5, [0, 1])
+    visit(pool, 1, 7)  # the last two visits: 15 of 16
+    assert pool.pass_rate(1) == pytest.approx(15 / 16)
+    visit(pool, 0, 6)  # 14 of 16 = 0.875
+    assert pool.active() == [0]
+
+
+def test_a_removal_takes_effect_from_the_next_epoch():
+    pool = NoPositiveResamplingPool(num_prompts=6, threshold=0.9)
     generator = torch.Generator().manual_seed(1)
     first = pool.next_batch(2, generator)
     rest_of_epoch = pool.state_dict()["order"][2:]
-    removed = rest_of_epoch[0]
-    pool.update([removed], torch.ones(1))  # pass rate 1.0
+    removed = first[0]
+    visit(pool, removed, 8)
+    later = rest_of_epoch[0]
+    visit(pool, later, 8)  # removed before its turn in this epoch
+    assert pool.active() == sorted(set(range(6)) - {removed, later})
+    assert pool.next_batch(4, generator) == rest_of_epoch  # the epoch under way keeps its order
     served = [p for _ in range(12) for p in pool.next_batch(2, generator)]
-    assert removed not in served
-    assert served[:3] == rest_of_epoch[1:]  # the epoch goes on without it
-    assert removed not in first
+    assert set(served) == set(pool.active())  # every later epoch leaves both out
+    assert pool.epoch == 7
 
 
 def test_uniform_mode_never_removes():
     pool = NoPositiveResamplingPool(num_prompts=3, threshold=0.9, enabled=False)
-    pool.update([0, 0, 1], torch.ones(3))
+    visit(pool, 0, 8)
     assert pool.active() == [0, 1, 2]
     assert pool.pass_rate(0) == 1.0
 
@@ -71,17 +98,25 @@ def test_epochs_are_permutations_and_batches_cross_epochs():
     assert pool.epoch == 3
 
 
-def test_pool_exhausted():
+def test_pool_exhausted_when_the_next_epoch_has_no_prompt():
     pool = NoPositiveResamplingPool(num_prompts=2, threshold=0.9, enabled=True)
-    pool.update([0, 1], torch.ones(2))
-    with pytest.raises(PoolExhausted):
-        pool.next_batch(1, torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    first = pool.next_batch(1, generator)
+    pool.update([0, 1], torch.ones(2, 4))
+    assert pool.active() == []
+    assert pool.next_batch(1, generator) == [1 - first[0]]  # the epoch under way is served to its end
+    with pytest.raises(PoolExhausted) as err:
+        pool.next_batch(1, generator)
+    assert str(err.value) == ("No-Positive-Resampling removed all 2 prompts (recent pass rate >= 0.9); the "
+                              "training set is solved")
 
 
-def test_update_rejects_plus_minus_one_rewards():
+def test_update_rejects_plus_minus_one_rewards_and_flat_samples():
     pool = NoPositiveResamplingPool(num_prompts=2, threshold=0.9, enabled=True)
     with pytest.raises(ValueError, match="0, 1"):
-        pool.update([0, 1], torch.tensor([1.0, -1.0]))
+        pool.update([0, 1], torch.tensor([[1.0], [-1.0]]))
+    with pytest.raises(ValueError, match=r"\[P, G\]"):
+        pool.update([0, 0, 1], torch.ones(3))
 
 
 def _plain(value) -> bool:
@@ -93,22 +128,25 @@ def _plain(value) -> bool:
 
 
 def _step(pool: NoPositiveResamplingPool, generator: torch.Generator) -> list[int]:
-    """One training step: a batch of 3 prompts, 2 samples each; prompts 0, 4, 8 solve both (pass rate
-    1, they leave the pool), the others one of two (pass rate 0.5, they stay)."""
+    """One training step: a batch of 3 prompts, 2 samples each; prompts 0, 4, 8 fail both on their first
+    visit and solve both afterwards (their recent pass rate reaches 1, they leave the pool), the others
+    solve one of two (0.5, they stay)."""
     batch = pool.next_batch(3, generator)
-    ids = [p for p in batch for _ in range(2)]
-    correct = torch.tensor([float(p % 4 == 0 or sample == 0) for p in batch for sample in range(2)])
-    pool.update(ids, correct)
+    seen = [pool.state_dict()["visits"][p] for p in batch]
+    pool.update(batch, torch.tensor([[float(p % 4 != 0 or bool(v)), float(p % 4 == 0 and bool(v))]
+                                     for p, v in zip(batch, seen)]))
     return batch
 
 
-def test_resume_mid_epoch_matches_an_uninterrupted_run():
+@pytest.mark.parametrize("window", [1, 2])
+def test_resume_mid_epoch_matches_an_uninterrupted_run(window):
     def fresh() -> tuple[NoPositiveResamplingPool, torch.Generator]:
-        return NoPositiveResamplingPool(num_prompts=11, threshold=0.9, enabled=True), \
+        return NoPositiveResamplingPool(num_prompts=11, threshold=0.9, window=window), \
             torch.Generator().manual_seed(1234)
 
     pool, generator = fresh()
-    uninterrupted = [_step(pool, generator) for _ in range(12)]
+    uninterrupted = [_step(pool, generator) for _ in range(16)]
+    final = pool.state_dict()
 
     pool, generator = fresh()
     before = [_step(pool, generator) for _ in range(5)]
@@ -120,11 +158,23 @@ def test_resume_mid_epoch_matches_an_uninterrupted_run():
     buffer.seek(0)
     saved = torch.load(buffer)
 
-    resumed_pool = NoPositiveResamplingPool(num_prompts=11, threshold=0.9, enabled=True)
+    resumed_pool = NoPositiveResamplingPool(num_prompts=11, threshold=0.9, window=window)
     resumed_pool.load_state_dict(saved["pool"])
     resumed_generator = torch.Generator()
     resumed_generator.set_state(saved["generator"])
-    after = [_step(resumed_pool, resumed_generator) for _ in range(7)]
+    after = [_step(resumed_pool, resumed_generator) for _ in range(11)]
 
     assert before + after == uninterrupted
-    assert len(resumed_pool.active()) < 11  # the run did remove prompts
+    assert resumed_pool.state_dict() == final
+    assert resumed_pool.active() == [1, 2, 3, 5, 6, 7, 9, 10]  # the run did remove prompts 0, 4 and 8
+
+
+def test_a_state_without_per_visit_history_is_refused_in_one_line():
+    pool = NoPositiveResamplingPool(num_prompts=2)
+    cumulative = {"num_prompts": 2, "successes": [8.0, 0.0], "samples": [8, 8], "removed": [True, False],
+                  "order": [1, 0], "position": 1, "epoch": 1}
+    with pytest.raises(ValueError, match="cumulative pass rates") as err:
+        pool.load_state_dict(cumulative)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="window 2, this run 1"):
+        pool.load_state_dict(NoPositiveResamplingPool(num_prompts=2, window=2).state_dict())
