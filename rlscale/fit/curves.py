@@ -9,7 +9,7 @@ config.yaml only costs the seed, which then comes from a ``_s<N>`` (or ``-s<N>``
 Besides x and y, each point carries its position on a counted axis ``t`` (the eval line's ``flops`` when
 every eval of the run has it, else its ``step``; a tidy file's x) on which the fit window is decided
 (rlscale.fit.window), the standard error of y (``<y>_se``) and the eval size (``val_samples``) when the
-line reports them. ``--x auto`` resolves to ``gpu_hours`` when every run's eval lines carry it, else to
+line reports them, and the number of distinct eval prompts (``val_prompts``). ``--x auto`` resolves to ``gpu_hours`` when every run's eval lines carry it, else to
 ``flops``. A metric named in ``--x``/``--y`` that no eval line of a folder holds is a ``MetricError``
 listing the metrics found (a mistyped name), raised before anything is fitted.
 """
@@ -34,6 +34,7 @@ _NOTED_STATES = ("running", "failed", "diverged", "preempted")
 
 AUTO_X = "auto"
 SAMPLES_KEY = "val_samples"
+PROMPTS_KEY = "val_prompts"
 
 
 class SourceError(ValueError):
@@ -59,6 +60,7 @@ class Curve:
     t: np.ndarray = field(default_factory=lambda: np.empty(0))
     se: np.ndarray = field(default_factory=lambda: np.empty(0))
     samples: np.ndarray = field(default_factory=lambda: np.empty(0))
+    prompts: np.ndarray = field(default_factory=lambda: np.empty(0))
     t_axis: str = ""
     notes: List[str] = field(default_factory=list)
     status: str = "ok"
@@ -148,7 +150,7 @@ def _run_curve(run: RunDir, records: List[dict], warnings: List[str], x_key: str
     usable = [r for r in evals if (x_key == "step" or x_key in r) and y_key in r]
     t_key = "flops" if usable and all(is_finite_number(r.get("flops")) for r in usable) else "step"
     rows = [(r.get("step") if x_key == "step" else r.get(x_key), r.get(y_key), r.get(t_key), r.get(f"{y_key}_se"),
-             r.get(SAMPLES_KEY)) for r in usable]
+             r.get(SAMPLES_KEY), r.get(PROMPTS_KEY)) for r in usable]
     curve = _curve(run.sweep, variant, config_seed if config_seed is not None else seed, str(run.path),
                    [row for row in rows if row[0] is not None and row[1] is not None], notes, t_key)
     curve.repaired = curve.repaired or repaired
@@ -198,7 +200,7 @@ def _tidy_curves(path: Path) -> List[Curve]:
         seeds = group["seed"] if has_seed else [suffix_seed] * len(group)
         by_seed: Dict[Optional[int], list] = {}
         for seed, x, y in zip(seeds, group["x"], group["y"]):
-            by_seed.setdefault(_as_seed(seed), []).append((_as_number(x), _as_number(y), _as_number(x), None, None))
+            by_seed.setdefault(_as_seed(seed), []).append((_as_number(x), _as_number(y), _as_number(x), None, None, None))
         for seed, rows in by_seed.items():
             curve = _curve(sweep, variant, seed, f"{path}#{run}", rows, [], "x")
             if curve.status == "no_data":
@@ -209,17 +211,17 @@ def _tidy_curves(path: Path) -> List[Curve]:
 
 def _curve(sweep: str, variant: str, seed: Optional[int], run_path: str, rows: Iterable[tuple],
            notes: List[str], t_axis: str) -> Curve:
-    """A curve from raw (x, y, t, se, samples) rows: those with non-finite x or y dropped and noted, the
-    rest sorted by x; a missing or non-finite t, se or samples becomes NaN."""
+    """A curve from raw (x, y, t, se, samples, prompts) rows: those with non-finite x or y dropped and noted,
+    the rest sorted by x; a missing or non-finite t, se, samples or prompts becomes NaN."""
     pairs = list(rows)
     finite = [(float(x), float(y), *(float(v) if is_finite_number(v) else np.nan for v in rest))
               for x, y, *rest in pairs if is_finite_number(x) and is_finite_number(y)]
     dropped = len(pairs) - len(finite)
     finite.sort(key=lambda p: p[0])
-    columns = [np.array(v, dtype=float) for v in zip(*finite)] if finite else [np.empty(0)] * 5
-    x, y, t, se, samples = columns
+    columns = [np.array(v, dtype=float) for v in zip(*finite)] if finite else [np.empty(0)] * 6
+    x, y, t, se, samples, prompts = columns
     curve = Curve(sweep=sweep, variant=variant, seed=seed, run_path=run_path, x=x, y=y, t=t, se=se,
-                  samples=samples, t_axis=t_axis, notes=notes)
+                  samples=samples, prompts=prompts, t_axis=t_axis, notes=notes)
     if not pairs:
         curve.status = "no_data"
     elif not finite:

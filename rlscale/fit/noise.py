@@ -1,25 +1,50 @@
-"""A sweep's eval precision: the reward of an eval is a mean over its samples, with a standard error the
-trainer writes as ``<y>_se``. When the median SE of the sweep's fitted evals exceeds half the margin on A
-(App. A.7's 0.02), eval noise alone can move A by about the margin, so the report flags the sweep and says
-how many eval samples would bring the SE to half the margin (SE ~ 1/sqrt(samples))."""
+"""A sweep's eval precision and its share of the run-to-run spread of A (App. A.7's margin, Section 4).
+
+Two things move a run's fitted A away from its variant's: what its own points carry (the sampling noise
+of each eval and the drift of the reward between evals, which a run's profile interval of A measures,
+rlscale.fit.run) and what differs between runs beyond that (the seed's luck in prompts, samples and
+updates). The run-to-run spread of A (the residual sd of the sweep's seed table, rlscale.fit.pairing)
+holds both; the share of the first is the median squared standard error of the runs' A over the spread's
+variance (at most 1). Verdicts name the larger share first.
+
+The eval reward is a mean over prompts, and its standard error (``<y>_se``, written by the trainer over
+distinct prompts) falls as 1 / sqrt(distinct prompts), not as 1 / sqrt(samples): more samples of the same
+prompts leave the spread of difficulty between prompts as it was. So the cure is stated in distinct
+prompts (``val_prompts``): the eval-noise share shrinks in proportion to 1 / prompts.
+
+The sweep is flagged when the median run's A has a standard error above half the margin: its own eval noise
+then moves A by about the margin.
+"""
 from __future__ import annotations
 
 import statistics
-from typing import List, Optional
+from typing import Dict, List, Optional
 
+from rlscale.fit.pairing import SeedTable, Spread, variance_share
 from rlscale.fit.schema import EvalNoise, RunFit
 
 NOISE_FRACTION_OF_MARGIN = 0.5
 
 
-def eval_noise(runs: List[RunFit], sweep: str, margin: float) -> Optional[EvalNoise]:
-    """The eval precision of ``sweep``'s fitted runs; None when none reports its SE."""
+def a_spread(runs: List[RunFit], pairing: bool) -> Optional[Spread]:
+    """The run-to-run spread of A over the identified runs of ``runs`` (paired where seeds are shared)."""
+    values: Dict[str, Dict] = {}
+    for r in runs:
+        if r.fitted and r.A_identified is not False and r.A is not None:
+            values.setdefault(r.variant, {})[r.seed] = r.A
+    table = SeedTable.of(values, pairing)
+    return table.paired if table.paired is not None else table.unpaired
+
+
+def eval_noise(runs: List[RunFit], sweep: str, margin: float, pairing: bool = True) -> Optional[EvalNoise]:
+    """The eval precision of ``sweep``'s fitted runs; None when none has an interval on A."""
     members = [r for r in runs if r.sweep == sweep and r.fitted]
-    ses = [r.eval_se for r in members if r.eval_se is not None]
-    if not ses:
+    a_ses = [r.A_se_within for r in members if r.A_se_within is not None and r.A_identified is not False]
+    if not a_ses:
         return None
-    se, limit = statistics.median(ses), NOISE_FRACTION_OF_MARGIN * margin
-    sizes = [r.eval_samples for r in members if r.eval_samples is not None]
-    samples = statistics.median(sizes) if sizes else None
-    needed = samples * (se / limit) ** 2 if samples is not None and limit > 0 else None
-    return EvalNoise(sweep=sweep, median_se=se, limit=limit, eval_samples=samples, samples_needed=needed)
+    ses = [r.eval_se for r in members if r.eval_se is not None]
+    prompts = [r.eval_prompts for r in members if r.eval_prompts is not None]
+    return EvalNoise(sweep=sweep, median_se=statistics.median(ses) if ses else None,
+                     a_se=statistics.median(a_ses), limit=NOISE_FRACTION_OF_MARGIN * margin,
+                     eval_prompts=statistics.median(prompts) if prompts else None,
+                     share=variance_share(a_ses, a_spread(members, pairing)))

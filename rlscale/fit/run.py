@@ -13,13 +13,26 @@ Status (RunFit.status) for a curve that loaded:
   repaired) while its fit stays in fits.json;
 - ``ok`` otherwise, with notes (A or C_mid at the edge of the box, no point beyond ``fit_until``, ...).
 
+Uncertainty. The residual covariance of the fit (white noise plus a drift that wanders from eval to eval,
+rlscale.fit.correlated) is estimated first; A's interval is the profile interval widened by that
+correlation (rlscale.fit.profile), B's, C_mid's and the predictions' come from a bootstrap that redraws the
+same covariance (rlscale.fit.bootstrap). RunFit keeps the estimate (``noise_phi``, ``noise_drift_sd``,
+``noise_white_sd``, ``A_inflation``).
+
 A identified (RunFit.A_identified). A fitted run's A is not identified, and the comparisons keep it out
 of "highest A", of the fixed-A mean and of the top rank (rlscale.fit.compare), when
-- its point estimate or bootstrap interval reaches the edge of A's range (fast: [0, 1] or ``a_bounds``;
-  paper: the A grid): the data put no bound on the ceiling there; or
+- its point estimate or interval reaches the edge of A's range (fast: [0, 1] or ``a_bounds``; paper: the
+  A grid): the data put no bound on the ceiling there; or
 - the run ends before its curve bends: at the last fitted point the fitted curve has made less than
   BEND_FRACTION (half) of its rise R0 -> A, i.e. the last point is below C_mid, so A is an extrapolation of
   the lower half of a sigmoid (the paper's LOO runs end at ~97 % of theirs).
+A run that has bent but not flattened keeps its A and its interval: the profile interval of such a run
+reaches as far up as its points allow, so A is reported with the uncertainty an unsaturated run has, rather
+than being kept only when its draw happened to bend early.
+
+Extrapolation check (``--fit-until``): the fitted curve against the mean of the last EXTRAP_EVALS (three)
+evals beyond ``fit_until`` (one eval's noise is about as large as the errors in question), the prediction
+averaged over the same evals.
 """
 from __future__ import annotations
 
@@ -28,14 +41,17 @@ import zlib
 from typing import List, Optional, Tuple
 
 import numpy as np
+from scipy.stats import norm
 
 from rlscale.fit.bootstrap import bootstrap_ci, refit_resamples, resample_curves
+from rlscale.fit.correlated import ResidualNoise, estimate_residual_noise, jacobian
 from rlscale.fit.curves import Curve
 from rlscale.fit.fast import fit_fast
 from rlscale.fit.forms import SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import FITTERS
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
+from rlscale.fit.profile import profile_interval_a
 from rlscale.fit.schema import FitSettings, PowerLawFit, Prediction, RunFit
 from rlscale.fit.space import SearchSpace, search_space
 from rlscale.fit.window import Window, fit_window
@@ -43,6 +59,7 @@ from rlscale.fit.window import Window, fit_window
 N_PARAMS = 3
 FLAT_SIGMAS = 2.0
 BEND_FRACTION = 0.5
+EXTRAP_EVALS = 3
 
 
 def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
@@ -59,6 +76,7 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     x, y, window = window_points(run, settings)
     run.cutoff, run.cutoff_rule, run.fit_until, run.n_points = window.cutoff, window.rule, window.fit_until, x.size
     run.eval_se, run.eval_samples = _median(curve.se[_mask(curve, window)]), _median(curve.samples)
+    run.eval_prompts = _median(curve.prompts)
     if x.size < N_PARAMS:
         return _finish(run, "too_few_points", [f"{x.size} point(s) in the fit window, need >= {N_PARAMS}"] + notes)
     if np.ptp(np.append(y, run.R0)) == 0:
@@ -72,7 +90,9 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     if status != "ok":
         return _finish(run, status, [verdict] + notes)
     notes += _edge_notes(params, space)
-    _add_uncertainty(run, x, y, space, params, settings)
+    se = curve.se[_mask(curve, window)]
+    se = se[np.isfinite(se)]
+    _add_uncertainty(run, x, y, space, params, settings, float(np.mean(se ** 2)) if se.size else None)
     run.A_identified_reason = _unidentified(run, x, space)
     run.A_identified = not run.A_identified_reason
     _add_extrapolation(run, curve, window, notes)
@@ -110,22 +130,21 @@ def refit_with_a(run: RunFit, a: float, settings: FitSettings) -> SigmoidParams:
     return fit_fast(x, y, run.R0, space, start=(run.C_mid, run.B))
 
 
-def bootstrap_draws(run: RunFit, settings: FitSettings, fixed: Optional[SigmoidParams] = None) -> np.ndarray:
-    """The bootstrap of an ok run as draws: A of the free refits (the draws behind A_lo, A_hi: same
-    resamples, same seed), or with ``fixed`` (a refit_with_a result) B of the refits with A held at
-    ``fixed.A``. Shape (n_boot,)."""
-    x, curves, space = bootstrap_resamples(run, settings)
-    if fixed is None:
-        return refit_resamples(x, curves, run.R0, space, free_params(run)).A
-    return refit_resamples(x, curves, run.R0, space.with_fixed_a(fixed.A), fixed).B
-
-
 def bootstrap_resamples(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray, np.ndarray, SearchSpace]:
     """The x values, the resampled curves behind the run's own intervals (same seed, same residuals) and the
     run's search box."""
     x, y, window = window_points(run, settings)
-    curves = resample_curves(x, y, run.R0, free_params(run), settings.n_boot, bootstrap_rng(run, settings))
+    point = free_params(run)
+    curves = resample_curves(x, run.R0, point, residual_noise(x, y, run.R0, point), settings.n_boot,
+                             bootstrap_rng(run, settings))
     return x, curves, search_space(settings, window)
+
+
+def residual_noise(x: np.ndarray, y: np.ndarray, r0: float, point: SigmoidParams,
+                   eval_variance: Optional[float] = None) -> ResidualNoise:
+    """The residual covariance of a fit (rlscale.fit.correlated)."""
+    fitted = sigmoid(x, r0, point.A, point.B, point.C_mid)
+    return estimate_residual_noise(jacobian(x, r0, point.A, point.B, point.C_mid), y - fitted, eval_variance)
 
 
 def free_params(run: RunFit) -> SigmoidParams:
@@ -172,13 +191,20 @@ def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace) -> str:
 
 
 def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpace, params: SigmoidParams,
-                     settings: FitSettings) -> None:
-    """Bootstrap intervals (seeded per run) and the predictions at ``settings.predict_at``."""
+                     settings: FitSettings, eval_variance: Optional[float]) -> None:
+    """The residual covariance, A's profile interval, bootstrap intervals (seeded per run) and the
+    predictions at ``settings.predict_at``."""
+    noise = residual_noise(x, y, run.R0, params, eval_variance)
+    run.noise_phi, run.A_inflation = noise.phi, noise.total_inflation
+    run.noise_drift_sd, run.noise_white_sd = math.sqrt(noise.drift), math.sqrt(noise.white)
+    run.A_lo, run.A_hi = profile_interval_a(x, y, run.R0, space, params, noise.total_inflation, settings.ci_level)
+    run.A_se = (run.A_hi - run.A_lo) / (2 * float(norm.ppf((1 + settings.ci_level) / 2)))
+    run.A_se_within = run.A_se * math.sqrt(noise.inflation / noise.total_inflation)
     intervals: List[Tuple[Optional[float], Optional[float]]] = [(None, None)] * len(settings.predict_at)
     if settings.n_boot > 0:
-        ci = bootstrap_ci(x, y, run.R0, space, params, settings.predict_at, settings.n_boot, settings.ci_level,
+        ci = bootstrap_ci(x, run.R0, space, params, noise, settings.predict_at, settings.n_boot, settings.ci_level,
                           bootstrap_rng(run, settings))
-        (run.A_lo, run.A_hi), (run.B_lo, run.B_hi), (run.C_mid_lo, run.C_mid_hi) = ci.A, ci.B, ci.C_mid
+        (run.B_lo, run.B_hi), (run.C_mid_lo, run.C_mid_hi) = ci.B, ci.C_mid
         intervals = ci.predictions
     xs = np.asarray(run.points_x)
     for c, (lo, hi) in zip(settings.predict_at, intervals):
@@ -188,21 +214,30 @@ def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpa
 
 
 def _add_extrapolation(run: RunFit, curve: Curve, window: Window, notes: List[str]) -> None:
-    """Predicted vs observed reward at the last eval beyond ``fit_until``."""
+    """Predicted vs observed reward over the last EXTRAP_EVALS evals beyond ``fit_until`` (module docstring)."""
     if run.fit_until is None:
         return
-    if not window.beyond(curve.x, curve.t if curve.t.size == curve.x.size else None).any():
+    beyond = window.beyond(curve.x, curve.t if curve.t.size == curve.x.size else None)
+    if not beyond.any():
         notes.append("no eval beyond fit_until to check the extrapolation")
         return
-    run.extrap_x, run.extrap_observed = float(curve.x[-1]), float(curve.y[-1])
-    run.extrap_predicted = float(sigmoid(run.extrap_x, run.R0, run.A, run.B, run.C_mid))
+    xs, ys = curve.x[beyond][-EXTRAP_EVALS:], curve.y[beyond][-EXTRAP_EVALS:]
+    run.extrap_x, run.extrap_evals, run.extrap_observed = float(xs[-1]), int(xs.size), float(np.mean(ys))
+    run.extrap_predicted = float(np.mean(sigmoid(xs, run.R0, run.A, run.B, run.C_mid)))
     run.extrap_abs_err = abs(run.extrap_predicted - run.extrap_observed)
+
+
+def _extrapolated_x(run: RunFit) -> np.ndarray:
+    """The evals the extrapolation check averages over."""
+    xs = np.asarray(run.points_x)
+    return xs[xs > 0][-(run.extrap_evals or 1):]
 
 
 def _power_law(x: np.ndarray, y: np.ndarray, run: RunFit, settings: FitSettings) -> PowerLawFit:
     fit = fit_power_law(x, y, settings.a_bounds)
     if run.extrap_x is not None:
-        fit.extrap_abs_err = abs(float(power_law(run.extrap_x, fit.A, fit.D, fit.B)) - run.extrap_observed)
+        predicted = float(np.mean(power_law(_extrapolated_x(run), fit.A, fit.D, fit.B)))
+        fit.extrap_abs_err = abs(predicted - run.extrap_observed)
     if np.isclose(fit.A, settings.a_bounds[1]):
         fit.message = f"A at the top of its range ({settings.a_bounds[1]:g})"
     return fit

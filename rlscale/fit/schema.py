@@ -36,10 +36,11 @@ FINDINGS = (HIGHER_CEILING, LOWER_CEILING, HIGHER_EFFICIENCY, LOWER_EFFICIENCY)
 # Why a comparison is unresolved (ComparisonRow.reason) and what would resolve it (ComparisonRow.needs).
 NOT_IDENTIFIED = "A not identified"
 EVAL_NOISE = "eval noise"
+SEED_SPREAD = "seed spread"
 ONE_SEED = "one seed"
-STRADDLES = "interval straddles the margin"
-NO_INTERVAL = "no interval"
-MORE_COMPUTE, MORE_SEEDS, MORE_EVAL_SAMPLES = "more compute", "more seeds", "more eval samples"
+CEILING_OR_EFFICIENCY = "dB resolved but not the free fits' B"
+MORE_COMPUTE, MORE_SEEDS, MORE_EVAL_PROMPTS = "more compute", "more seeds", "more distinct eval prompts"
+REASONS = (NOT_IDENTIFIED, ONE_SEED, EVAL_NOISE, SEED_SPREAD, CEILING_OR_EFFICIENCY)
 
 
 def axis_label(x: str) -> str:
@@ -57,7 +58,9 @@ class FitSettings:
     ``c_mid_grid`` = [lo, hi, n] are App. A.5's grids (``c_mid_grid`` None: the paper's [100, 40000] x 100,
     rescaled to the run, see rlscale.fit.space); ``a_bounds`` is the fast method's range of A (Eq. 1).
     ``x`` "auto" is resolved by ``fit_results`` (gpu_hours when every run's eval lines carry it, else flops)
-    and stored resolved; ``x_requested`` keeps what was asked."""
+    and stored resolved; ``x_requested`` keeps what was asked. ``paired``: compare variants seed by seed
+    where they share seeds (rlscale.fit.pairing). ``margin_b``: the band on dB, as a fraction of the base's
+    B at the fixed A, inside which a resolved interval reads ``within margin`` (rlscale.fit.verdicts)."""
 
     x: str = "auto"
     x_requested: str = "auto"
@@ -78,6 +81,8 @@ class FitSettings:
     a_grid: List[float] = field(default_factory=lambda: [0.45, 0.80, 0.005])
     c_mid_grid: Optional[List[float]] = None
     a_bounds: List[float] = field(default_factory=lambda: [0.0, 1.0])
+    paired: bool = True
+    margin_b: float = 0.10
 
 
 @dataclass
@@ -111,8 +116,13 @@ class RunFit:
     ``points_t`` their position on the deterministic axis ``t_axis`` (flops, else step) on which the window
     is decided (rlscale.fit.window). ``A_identified`` is False, with ``A_identified_reason``, when A's
     interval reaches the edge of its range or the run ends before its curve bends (rlscale.fit.run);
-    ``eval_se`` is the median standard error of the fitted evals (``<y>_se``) and ``eval_samples`` the
-    median ``val_samples``, when the run reports them."""
+    ``eval_se`` is the median standard error of the fitted evals (``<y>_se``), ``eval_samples`` the
+    median ``val_samples`` and ``eval_prompts`` the median ``val_prompts`` (distinct eval prompts), when the
+    run reports them. ``noise_*`` and ``A_inflation`` describe the residual covariance
+    (rlscale.fit.correlated); ``A_se`` is A's standard error read off its interval (half its width over the
+    normal quantile of the level), ``A_se_within`` the part the run's own residuals make (without the eval
+    set's shared offset). ``extrap_*``: the ``--fit-until`` check against the mean of the last
+    ``extrap_evals`` evals (rlscale.fit.run)."""
 
     sweep: str
     variant: str
@@ -145,6 +155,14 @@ class RunFit:
     A_identified_reason: str = ""
     eval_se: Optional[float] = None
     eval_samples: Optional[float] = None
+    eval_prompts: Optional[float] = None
+    noise_phi: Optional[float] = None
+    noise_drift_sd: Optional[float] = None
+    noise_white_sd: Optional[float] = None
+    A_inflation: Optional[float] = None
+    A_se: Optional[float] = None
+    A_se_within: Optional[float] = None
+    extrap_evals: Optional[int] = None
     t_axis: str = ""
     predictions: List[Prediction] = field(default_factory=list)
     power_law: Optional[PowerLawFit] = None
@@ -162,15 +180,16 @@ class RunFit:
                    "A_hi", "B_lo", "B_hi", "C_mid_lo", "C_mid_hi", "sse", "r2", "fit_until",
                    "extrap_abs_err", "seed_std_A", "seed_std_B", "status", "message", "run_path", "cutoff_rule",
                    "extrap_x", "extrap_observed", "extrap_predicted", "A_identified",
-                   "A_identified_reason", "eval_se", "eval_samples", "t_axis")
+                   "A_identified_reason", "eval_se", "eval_samples", "t_axis", "eval_prompts", "noise_phi",
+                   "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals")
 
 
 @dataclass(frozen=True)
 class Difference:
     """A difference between two variants (p - q) with its interval at the fits' ``ci_level``.
-    ``source``: "seeds n=3" (t-interval on the seed means, seed variance pooled over the sweep),
-    "bootstrap" (the bootstrap of both runs' points, refitted) or "none" (no interval: --n-boot 0 and
-    fewer than 2 seeds)."""
+    ``source``: "paired n=3" (seed by seed, rlscale.fit.pairing), "unpaired n=3" (seed means), "seeds n=3"
+    (a prediction's seed t-interval, rlscale.fit.predict), "bootstrap" (a one-seed prediction: the bootstrap
+    of both runs' points, refitted) or "none"; a seed source without ``lo``/``hi`` had no spread to use."""
 
     value: float
     lo: Optional[float]
@@ -195,25 +214,37 @@ class Difference:
 
 @dataclass(frozen=True)
 class EvalNoise:
-    """A sweep's eval precision: the median standard error of its fitted evals (``<y>_se``), flagged when
-    it exceeds half the margin on A; ``samples_needed`` is the eval size (``val_samples``) that would
-    bring it to half the margin (SE ~ 1/sqrt(samples)), None when the runs do not say their size."""
+    """A sweep's eval precision (rlscale.fit.noise): the median standard error of its fitted evals
+    (``<y>_se``, None when the runs do not write it), the median standard error of a run's A (``a_se``,
+    from its interval), flagged when above ``limit`` (half the margin on A); ``share``: the share of the
+    run-to-run variance of A that the runs' own noise makes (None without a seed spread);
+    ``eval_prompts``: distinct eval prompts per eval (None when the runs do not say)."""
 
     sweep: str
-    median_se: float
+    median_se: Optional[float]
+    a_se: float
     limit: float
-    eval_samples: Optional[float]
-    samples_needed: Optional[float]
+    eval_prompts: Optional[float]
+    share: Optional[float]
 
     @property
     def flagged(self) -> bool:
-        return self.median_se > self.limit
+        return self.a_se > self.limit
+
+    @property
+    def prompts_needed(self) -> Optional[float]:
+        """Distinct eval prompts that bring a run's A to ``limit`` (its variance as 1 / prompts)."""
+        return None if self.eval_prompts is None else self.eval_prompts * (self.a_se / self.limit) ** 2
 
     def describe(self) -> str:
-        head = f"eval noise: median SE {self.median_se:.3g} > {self.limit:.3g} (half the margin on A)"
-        if self.samples_needed is None:
-            return head + f"; about {(self.median_se / self.limit) ** 2:.1f}x the eval samples would resolve it"
-        return head + f"; about {self.samples_needed:,.0f} eval samples (now {self.eval_samples:,.0f}) would resolve it"
+        head = f"eval noise: a run's A has a standard error of {self.a_se:.3g} (median), above {self.limit:.3g}"
+        head += " (half the margin on A)"
+        if self.share is not None:
+            head += f", {self.share:.0%} of the run-to-run variance of A"
+        if self.prompts_needed is None:
+            return head + f"; about {(self.a_se / self.limit) ** 2:.1f}x the distinct eval prompts would resolve it"
+        return head + (f"; about {self.prompts_needed:,.0f} distinct eval prompts (now {self.eval_prompts:,.0f}) "
+                       "would resolve it")
 
 
 @dataclass
@@ -222,9 +253,11 @@ class ComparisonRow:
     by A, then by B at the tier's mean A; variants that cannot be separated share a rank (``tie`` True).
     kind "loo": the leave-one-out table (Section 4): ``axis`` reverted, dA vs the base with its interval
     (``dA_lo``, ``dA_hi``), ``B_fixed`` refit with the A averaged over the sweep's identified runs
-    (``A_fixed``), dB with its interval, ``min_effect_B`` (the smallest |dB| that counts), the interval's
-    ``interval_source`` and a verdict (VERDICTS); an ``unresolved`` verdict has a ``reason`` and what would
-    resolve it (``needs``)."""
+    (``A_fixed``), dB with its interval, ``margin_B`` (the band on dB inside which a resolved interval reads
+    ``within margin``), the interval's ``interval_source`` (``paired n=k`` or ``unpaired n=a/b``,
+    rlscale.fit.pairing), ``eval_share`` (the share of the run-to-run variance of A that eval noise makes)
+    and a verdict (VERDICTS); an ``unresolved`` verdict has a ``reason`` and what would resolve it
+    (``needs``)."""
 
     kind: str
     sweep: str
@@ -244,8 +277,9 @@ class ComparisonRow:
     dA_hi: Optional[float] = None
     dB_lo: Optional[float] = None
     dB_hi: Optional[float] = None
-    min_effect_B: Optional[float] = None
+    margin_B: Optional[float] = None
     interval_source: str = ""
+    eval_share: Optional[float] = None
     reason: str = ""
     needs: str = ""
     tie: bool = False

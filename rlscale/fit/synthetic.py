@@ -113,4 +113,4 @@ def truncated(curve: Curve, x_max: float) -> Curve:
     """``curve`` as it stood when its compute reached ``x_max`` (its evals at x <= x_max)."""
     keep = curve.x <= x_max * (1 + 1e-12)
     return replace(curve, x=curve.x[keep], y=curve.y[keep], t=curve.t[keep], se=curve.se[keep],
-                   samples=curve.samples[keep])
+                   samples=curve.samples[keep], prompts=curve.prompts[keep] if curve.prompts.size else curve.prompts)
