@@ -56,12 +56,14 @@ class TaskConfig:
 
     name: str = knob("reasoning_gym", "``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: "
                      "local jsonl/parquet problems scored with Math-Verify", "Sec. 2")
-    dataset: str = knob("chain_sum", "reasoning_gym: the task name")
-    dataset_kwargs: dict = knob({"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1},
-                                "reasoning_gym: arguments of the task's generator (here chain_sum's: 2-4 one-digit "
-                                "terms, a difficulty mix); a preset of another task sets its own")
+    dataset: str = knob("chain_sum", "reasoning_gym: the task's name, any task reasoning-gym registers (``chain_sum``, "
+                        "``basic_arithmetic``, ``gsm_symbolic``, ``products``, ...)")
+    dataset_kwargs: dict = knob({}, "reasoning_gym: arguments of the task's generator, over its defaults (chain_sum's "
+                                "here: 2-4 one-digit terms, a difficulty mix); a key the task does not take fails by "
+                                "name. On the command line ``+task.dataset_kwargs.KEY=VALUE`` adds one")
     train_size: int = knob(2000, "training prompts (math: at most this many rows)")
-    val_size: int = knob(400, "held-out validation prompts; the eval is their mean pass rate", "Sec. 2")
+    val_size: int = knob(400, "held-out validation prompts (reasoning_gym: distinct, none a training prompt; refused "
+                         "when the task cannot give that many); the eval is their mean pass rate", "Sec. 2")
     path: Optional[str] = knob(None, "math: the problems file (jsonl or parquet; verl or Polaris columns)")
     val_path: Optional[str] = knob(None, "math: a separate validation file (else ``val_size`` rows of ``path`` "
                                    "are held out)")

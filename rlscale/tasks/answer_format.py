@@ -5,10 +5,13 @@
 - ``tagged``: reasoning-gym's convention: the prompt ends with the instruction to give the final answer
   as ``<answer>...</answer>``, and the content of the last such tag goes to the task's verifier (no tag:
   no answer).
-- ``math_verify``: the prompt is the task's; Math-Verify compares the answer text with the reference
-  answer (Section 2's verifier), so a sentence such as "The answer is 9." or ``\\boxed{9}`` scores as 9.
+- ``math_verify``: the prompt is the task's; Math-Verify compares the answer's stated final answer with
+  the reference answer (Section 2's verifier), so a sentence such as "The answer is 9." or ``\\boxed{9}``
+  scores as 9.
 
-Rewards stay +1 / -1 for correct / incorrect (Section 2).
+Whatever the format, an answer is correct only when it states a value (``rlscale.tasks.stated``): the
+question repeated ("42 * 25"), a restatement with a wrong result ("42 * 25 = 1040") and a list of
+candidates ("1040 or 1050") are incorrect. Rewards stay +1 / -1 for correct / incorrect (Section 2).
 """
 from __future__ import annotations
 
@@ -78,7 +81,7 @@ class FormattedTask:
         if self.format.name == "math_verify":
             from rlscale.tasks.math import math_verify_correct
 
-            return math_verify_correct(problem.answer, answer)
+            return math_verify_correct(problem.answer, answer, problem.prompt)
         return self.task.is_correct(problem, answer)
 
     def demonstration(self, problem: Problem) -> Optional[Demonstration]:

@@ -12,7 +12,9 @@ prompts for the validation curve).
 ``task.path=champ`` selects the CHAMP problems shipped by the ``champ-dataset`` package instead
 (``rlscale.tasks.champ``). The held-out split is ``task.val_path`` when given, else ``task.val_size`` rows
 drawn with ``task.seed``; ``task.train_size`` caps the training split (a seeded sample when the file has
-more rows).
+more rows). Math-Verify compares the value the answer states (``rlscale.tasks.stated``), so an expression
+it would evaluate ("42 * 25") or a list of candidates is incorrect, while equal values (1/2, 0.5,
+``\\frac12``) are equal.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from math_verify.errors import TimeoutException
 from rlscale.config.schema import TaskConfig
 from rlscale.tasks.base import Demonstration, Problem
 from rlscale.tasks.champ import champ_problems
+from rlscale.tasks.stated import stated_value
 
 SHIPPED: Dict[str, Callable[[], List[Problem]]] = {"champ": champ_problems}
 POLARIS_PROMPT = "problem"
@@ -168,14 +171,14 @@ class OffThreadVerifier:
         self._lock = threading.Lock()
         self._pool = None
 
-    def correct(self, gold: str, answer_text: str) -> bool:
+    def correct(self, gold: str, answer: str) -> bool:
         with self._lock:
             if self._pool is None:
                 self._pool = multiprocessing.get_context("spawn").Pool(self.workers)
-                self._pool.apply(math_verify_correct, ("1", "1"))  # start-up and imports, outside the backstop
+                self._pool.apply(equivalent, ("1", "1"))  # start-up and imports, outside the backstop
             pool = self._pool
         try:
-            return pool.apply_async(math_verify_correct, (gold, answer_text)).get(self.backstop_s)
+            return pool.apply_async(equivalent, (gold, answer)).get(self.backstop_s)
         except multiprocessing.TimeoutError:
             with self._lock:
                 if self._pool is pool:
@@ -187,30 +190,44 @@ class OffThreadVerifier:
 OFF_THREAD = OffThreadVerifier(workers=min(4, os.cpu_count() or 1), backstop_s=4 * VERIFY_TIMEOUT_S)
 
 
+def _boxed(answer: str) -> str:
+    # Ground truths and stated answers are bare LaTeX ("\frac{1}{2}", "(1,2)"): boxing them makes Math-Verify
+    # read the whole expression rather than the last number in it. A percent sign is read outside LaTeX
+    # only (in a box it starts a comment): "50%" is 50/100.
+    if "\\boxed" in answer or answer.endswith("%"):
+        return answer
+    return "\\boxed{" + answer + "}"
+
+
 @lru_cache(maxsize=65536)
 def _parsed_gold(answer: str) -> list:
-    # Ground truths are bare LaTeX ("\frac{1}{2}", "(1,2)"): boxing them makes Math-Verify read the whole
-    # expression rather than the last number in it.
-    text = answer if "\\boxed" in answer else "\\boxed{" + answer + "}"
-    return parse(text, parsing_timeout=VERIFY_TIMEOUT_S)
+    return parse(_boxed(answer), parsing_timeout=VERIFY_TIMEOUT_S)
 
 
-def math_verify_correct(gold: str, answer_text: str) -> bool:
-    """Whether ``answer_text`` (boxed, plain LaTeX or a sentence ending in the answer) equals ``gold``;
-    any error or timeout (``VERIFY_TIMEOUT_S`` for the parse and again for the comparison) counts as
-    incorrect. Off the main thread the check runs in ``OFF_THREAD``'s worker processes."""
-    if not answer_text.strip():
-        return False
-    if threading.current_thread() is not threading.main_thread():
-        return OFF_THREAD.correct(gold, answer_text)
+def equivalent(gold: str, answer: str) -> bool:
+    """Whether Math-Verify finds the stated ``answer`` equal to ``gold`` (equal values: 1/2, 0.5 and
+    ``\\frac12``); any error or timeout (``VERIFY_TIMEOUT_S`` for the parse and again for the comparison)
+    counts as unequal. Needs the main thread (the timeouts use SIGALRM)."""
     try:
         gold_parsed = _parsed_gold(gold)
         if not gold_parsed:
             return False
-        return bool(verify(gold_parsed, parse(answer_text, parsing_timeout=VERIFY_TIMEOUT_S),
+        return bool(verify(gold_parsed, parse(_boxed(answer), parsing_timeout=VERIFY_TIMEOUT_S),
                            timeout_seconds=VERIFY_TIMEOUT_S))
     except (Exception, TimeoutException):
         return False
+
+
+def math_verify_correct(gold: str, answer_text: str, prompt: str = "") -> bool:
+    """Whether ``answer_text`` (boxed, plain LaTeX or a sentence ending in the answer) states a value
+    (``rlscale.tasks.stated``: "42 * 25", "8 or 9" or a repeated ``prompt`` state none) that Math-Verify
+    finds equal to ``gold``. Off the main thread the comparison runs in ``OFF_THREAD``'s worker processes."""
+    answer = stated_value(answer_text, gold, prompt)
+    if not answer:
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return OFF_THREAD.correct(gold, answer)
+    return equivalent(gold, answer)
 
 
 class MathTask:
@@ -235,8 +252,9 @@ class MathTask:
         return self._val
 
     def is_correct(self, problem: Problem, answer_text: str) -> bool:
-        """Math-Verify of the reference against the text after ``</think>`` (never raises)."""
-        return math_verify_correct(problem.answer, answer_text)
+        """Math-Verify of the reference against the value the text after ``</think>`` states (never
+        raises)."""
+        return math_verify_correct(problem.answer, answer_text, problem.prompt)
 
     def demonstration(self, problem: Problem) -> Optional[Demonstration]:
         return None

@@ -16,7 +16,7 @@ from rlscale.train.components import build_task, typed
 from rlscale.train.rollouts import score_completion
 
 SUMS = ["task=chain_sum", "task.prompt_style=question", "task.train_size=40", "task.val_size=10",
-        "task.dataset_kwargs.min_terms=2", "task.dataset_kwargs.max_terms=2"]
+        "+task.dataset_kwargs.min_terms=2", "+task.dataset_kwargs.max_terms=2"]
 
 
 def task_of(*overrides):
