@@ -15,8 +15,8 @@ d +- t(level, df) * s_e * sqrt(2 / k) for k common seeds. The spread is pooled o
 paper's single margin is, so a variant of one seed is compared with the spread its neighbours show; with no
 spread to borrow (every variant one seed: df = 0) there is no interval.
 
-**Unpaired** (``unpaired n=a/b``, when pairing is off or the two variants share no seed): the difference of
-the seed means, d +- t(level, df) * s * sqrt(1/a + 1/b) with s the within-variant seed sd pooled over the
+**Unpaired** (``unpaired n=a/b``, when pairing is off, the two variants share no seed, or the seed table
+leaves no degree of freedom for the paired spread): the difference of the seed means, d +- t(level, df) * s * sqrt(1/a + 1/b) with s the within-variant seed sd pooled over the
 sweep's variants of >= 2 seeds.
 
 A variant's seeds are compared only with the seed spread of other runs, never with a single run's
@@ -35,7 +35,7 @@ from scipy.stats import t as student_t
 
 from rlscale.fit.schema import Difference
 
-Values = Dict[Optional[int], float]  # seed -> value of one variant
+Values = Dict[object, float]  # seed (int; another key for a run without a seed, never shared) -> value
 PAIRED, UNPAIRED, NONE = "paired", "unpaired", "none"
 
 
@@ -65,7 +65,7 @@ class SeedTable:
 
     def common(self, p: str, q: str) -> Tuple[Optional[int], ...]:
         seeds = set(self.values.get(p, {})) & set(self.values.get(q, {}))
-        return tuple(sorted(s for s in seeds if s is not None))
+        return tuple(sorted(s for s in seeds if isinstance(s, int)))
 
     def difference(self, p: str, q: str, level: float) -> Difference:
         """p - q with its interval (module docstring)."""
@@ -73,7 +73,7 @@ class SeedTable:
         if not vp or not vq:
             return Difference(math.nan, None, None, NONE)
         common = self.common(p, q)
-        if self.pairing and common:
+        if self.pairing and common and (self.paired is not None or self.unpaired is None):
             value = statistics.fmean(vp[s] - vq[s] for s in common)
             source = f"{PAIRED} n={len(common)}"
             if self.paired is None:
@@ -90,7 +90,8 @@ class SeedTable:
 
     def spread_for(self, p: str, q: str) -> Optional[Spread]:
         """The spread behind the interval of p - q (paired or unpaired)."""
-        return self.paired if self.pairing and self.common(p, q) else self.unpaired
+        paired = self.pairing and self.common(p, q) and (self.paired is not None or self.unpaired is None)
+        return self.paired if paired else self.unpaired
 
 
 def _t(level: float, df: int) -> float:
@@ -107,7 +108,7 @@ def _within_spread(values: Dict[str, Values]) -> Optional[Spread]:
 
 def _additive_spread(values: Dict[str, Values]) -> Optional[Spread]:
     """The residual sd of value[v, s] = mu_v + sigma_s + e_vs over every (variant, seed) with a seed."""
-    cells = [(v, s, x) for v, seeds in values.items() for s, x in seeds.items() if s is not None]
+    cells = [(v, s, x) for v, seeds in values.items() for s, x in seeds.items() if isinstance(s, int)]
     variants = sorted({v for v, _, _ in cells})
     seeds = sorted({s for _, s, _ in cells})
     if not cells or len(seeds) < 2:

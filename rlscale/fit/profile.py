@@ -44,6 +44,7 @@ def profile_interval_a(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpa
                        inflation: float, level: float) -> Tuple[float, float]:
     """(lo, hi) of A (module docstring)."""
     bound = sse_bound(point, x.size, inflation, level)
+    at_point = profile_sse(x, y, r0, space, point.A)
 
     def excess(a: float) -> float:
         return profile_sse(x, y, r0, space, a) - bound
@@ -51,6 +52,8 @@ def profile_interval_a(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpa
     def end(edge: float) -> float:
         if abs(edge - point.A) < TOLERANCE or excess(edge) <= 0:
             return edge
+        if at_point >= bound:  # a noise-free curve: no width beyond the search's own precision
+            return point.A
         return float(brentq(excess, point.A, edge, xtol=TOLERANCE))
 
     return end(space.a_lo), end(space.a_hi)

@@ -6,10 +6,13 @@ draws the same random numbers (common random numbers), so the change between two
 policy rather than from fresh sampling noise (on the embedded default this took the R^2 of Eq. 1 from
 0.84-0.96 to 0.96-0.97 over two runs each).
 
-Precision: ``val_reward_se`` is the standard error of ``val_reward`` over prompts, sd(p_i) / sqrt(n) with
-p_i the pass rate of prompt i over its samples and sd the sample standard deviation (n - 1). It counts
-both the spread of difficulty across the held-out prompts and the sampling noise of each p_i, i.e. how
-far the reward on a fresh draw of n prompts would move (the paper's 1,000 prompts x 16 samples)."""
+Precision: ``val_reward_se`` is the standard error of ``val_reward`` over distinct prompts (clustered by
+prompt), sd(p_i) / sqrt(n) with p_i the pass rate of distinct prompt i over all its samples (a prompt that
+appears twice in the split is one cluster) and sd the sample standard deviation (n - 1). It counts both the
+spread of difficulty across the held-out prompts and the sampling noise of each p_i, i.e. how far the
+reward on a fresh draw of n prompts would move (the paper's 1,000 prompts x 16 samples); more samples of
+the same prompts cannot shrink it below the spread of difficulty. ``val_prompts`` is n, the number of
+distinct prompts, in which rlscale.fit.noise states how many more would resolve a comparison."""
 from __future__ import annotations
 
 import math
@@ -33,6 +36,7 @@ class EvalResult:
     val_reward: float
     val_reward_se: float
     val_samples: int
+    val_prompts: int
     truncation_rate: float
     samples: List[dict] = field(default_factory=list)
 
@@ -74,6 +78,15 @@ def evaluate(task: FormattedTask, tok: PolicyTokenizer, generator: Generator, pr
             if i % samples == 0 and i // samples < logged:  # the first sample of each of the first prompts
                 records.append(sample_record(task, p, c, ok, step))
     n = max(1, len(flat))
-    per_prompt = [sum(correct[i:i + samples]) / samples for i in range(0, len(correct), samples)]
+    per_prompt = distinct_pass_rates([p.prompt for p in flat], correct)
     return EvalResult(val_reward=sum(correct) / n, val_reward_se=pass_rate_se(per_prompt), val_samples=len(flat),
-                      truncation_rate=truncated / n, samples=records)
+                      val_prompts=len(per_prompt), truncation_rate=truncated / n, samples=records)
+
+
+def distinct_pass_rates(prompts: Sequence[str], correct: Sequence[bool]) -> List[float]:
+    """The pass rate of each distinct prompt over all its samples, in order of first appearance."""
+    totals: dict = {}
+    for prompt, ok in zip(prompts, correct):
+        hits, count = totals.get(prompt, (0, 0))
+        totals[prompt] = (hits + ok, count + 1)
+    return [hits / count for hits, count in totals.values()]

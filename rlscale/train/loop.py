@@ -168,7 +168,7 @@ class RunLoop:
             samples.append(record)
         metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(),
                         "val_reward": result.val_reward, "val_reward_se": result.val_reward_se,
-                        "val_samples": result.val_samples,
+                        "val_samples": result.val_samples, "val_prompts": result.val_prompts,
                         "val_truncation_rate": result.truncation_rate})
 
     def update(self) -> dict:

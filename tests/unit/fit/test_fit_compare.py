@@ -44,9 +44,10 @@ def test_ranking_tiers_by_a_then_by_b_at_the_tier_mean_a(tmp_path):
     first, second, third = rank
     assert (first.A_fixed, second.A_fixed) == pytest.approx((0.605, 0.605), abs=1e-6)
     assert first.B_fixed > second.B_fixed and second.dB < 0 and second.dB_hi < 0
-    assert second.interval_source == "seeds n=3" and "B refit at A=0.605" in second.note
+    assert second.interval_source == "paired n=3" and "ordered by B at A=0.605" in second.note
+    assert "dB vs low_a_high_b: resolved" in second.note and "far_below" not in second.note
     assert third.dA == pytest.approx(-0.06, abs=1e-4) and third.dA_hi < -0.02 and third.A_fixed is None
-    # without intervals (one seed, no bootstrap) nothing separates: one tier, all tied
+    # one seed each: no seed spread to compare with, nothing separates: one tier, all tied
     single = tmp_path / "single" / "grid"
     for name, a, b in (("a", 0.61, 1.5), ("b", 0.55, 3.0)):
         _write(single, name, a, b)
@@ -158,18 +159,21 @@ def test_loo_table_fixes_a_at_the_sweep_mean_and_gives_verdicts_with_intervals(l
     assert [c.A_fixed for c in rows.values()] == pytest.approx([a_fixed] * 6, abs=1e-6)
     assert rows["scalerl"].verdict == "base" and rows["scalerl"].A == pytest.approx(0.61, abs=1e-6)
     assert rows["bf16_head"].dA == pytest.approx(-0.06, abs=1e-5) and rows["bf16_head"].verdict == "lower ceiling"
-    assert rows["bf16_head"].interval_source == "bootstrap" and rows["bf16_head"].dA_hi < -0.02
-    assert rows["better"].verdict == "higher ceiling" and rows["better"].dA_lo > 0.02
-    # one seed: the bootstrap does not see the seed spread of B at fixed A, so no efficiency verdict
+    # one-seed variants borrow the base's seed spread (2 seeds: no degree of freedom left to pair them)
+    assert rows["bf16_head"].interval_source == "unpaired n=1/2" and -0.02 > rows["bf16_head"].dA_hi
+    half = 12.706204736174707 * np.std([0.609, 0.611], ddof=1) * np.sqrt(1 + 1 / 2)  # t(0.975, 1)
+    assert rows["bf16_head"].dA_lo == pytest.approx(-0.06 - half, abs=1e-4)
+    assert rows["better"].verdict == "higher ceiling" and rows["better"].dA_lo > 0
+    # dB of one seed against a spread of B known from one degree of freedom: not resolved
     assert rows["loss_dapo"].axis == "loss" and rows["loss_dapo"].dA == pytest.approx(0.0, abs=1e-5)
     assert rows["loss_dapo"].dB < 0 and rows["loss_dapo"].dB_lo <= rows["loss_dapo"].dB <= rows["loss_dapo"].dB_hi
-    assert (rows["loss_dapo"].verdict, rows["loss_dapo"].reason) == ("unresolved", "one seed")
+    assert rows["loss_dapo"].verdict == "unresolved" and rows["loss_dapo"].reason.startswith("seed spread")
     assert re.fullmatch(r"more seeds \(about \d+ per variant\)", rows["loss_dapo"].needs)
     assert rows["agg_sample"].verdict == "unresolved"
     assert rows["never_ran"].note == "no ok fit" and rows["never_ran"].dA is None
 
 
-def test_efficiency_verdicts_need_seeds_and_the_minimum_effect(tmp_path):
+def test_efficiency_verdicts_from_paired_seeds_and_within_margin_inside_the_band(tmp_path):
     sweep = tmp_path / "res" / "loo"
     _seeds(sweep, "base", 0.61, 2.0)
     _seeds(sweep, "slow", 0.61, 1.4)
@@ -179,11 +183,11 @@ def test_efficiency_verdicts_need_seeds_and_the_minimum_effect(tmp_path):
         for k in range(3)]}))
     rows = {c.variant: c for c in fit_results(tmp_path / "res", SETTINGS).comparison if c.kind == "loo"}
     slow, same = rows["slow"], rows["same"]
-    assert slow.interval_source == "seeds n=3" and slow.verdict == "lower efficiency"
-    assert slow.dB == pytest.approx(-0.6, abs=0.02) and slow.dB_hi < -slow.min_effect_B < 0
-    assert 0.05 * rows["base"].B_fixed <= slow.min_effect_B < 0.2  # 2 x the seed sd of B at fixed A, or the floor
+    assert slow.interval_source == "paired n=3" and slow.verdict == "lower efficiency"
+    assert slow.dB == pytest.approx(-0.6, abs=0.02) and slow.dB_hi < 0
+    assert slow.margin_B == pytest.approx(0.1 * rows["base"].B_fixed)  # the band of "within margin" on B
     assert same.verdict == "within margin" and same.dA_lo >= -0.02 and same.dA_hi <= 0.02
-    assert -same.min_effect_B <= same.dB_lo <= same.dB_hi <= same.min_effect_B
+    assert -same.margin_B <= same.dB_lo <= 0 <= same.dB_hi <= same.margin_B
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +209,7 @@ def test_null_axes_get_no_verdict_and_real_differences_are_found(synthetic_verdi
         assert [rows[f"null{i}"].verdict in FINDINGS for i in range(3)] == [False] * 3
         assert rows["ceiling"].verdict == "lower ceiling" and rows["ceiling"].dA_hi < 0
         assert rows["efficiency"].verdict == "lower efficiency" and rows["efficiency"].dB_hi < 0
-        assert all(c.interval_source == "seeds n=3" for n, c in rows.items() if n != "base")
+        assert all(c.interval_source == "paired n=3" for n, c in rows.items() if n != "base")
 
 
 def test_seed_spread_of_a_multi_seed_variant(loo):
@@ -215,7 +219,7 @@ def test_seed_spread_of_a_multi_seed_variant(loo):
     assert [r.seed_std_B for r in base] == pytest.approx([0.0, 0.0], abs=1e-4)
     assert all(r.seed_std_A is None for r in loo.runs if r.variant != "scalerl")
     rank = {c.variant: c for c in loo.comparison if c.kind == "rank"}
-    assert rank["scalerl"].A == pytest.approx(0.61, abs=1e-6) and rank["scalerl"].note.startswith("mean of 2 seeds")
+    assert rank["scalerl"].A == pytest.approx(0.61, abs=1e-6) and rank["scalerl"].note.startswith("2 seeds")
 
 
 def test_paper_method_end_to_end_with_small_grids(tmp_path):

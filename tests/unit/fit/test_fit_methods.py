@@ -7,12 +7,15 @@ import statistics
 
 import numpy as np
 import pytest
+from scipy.stats import f as f_dist
 
 from rlscale.fit.bootstrap import bootstrap_ci
 from rlscale.fit.fast import fit_fast
 from rlscale.fit.forms import power_law, sigmoid
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
+from rlscale.fit.profile import profile_interval_a, profile_sse
+from rlscale.fit.run import residual_noise
 from rlscale.fit.schema import FitSettings
 from rlscale.fit.space import SearchSpace, search_space
 from rlscale.fit.synthetic import R0, TABLE1, synthetic_curve
@@ -141,14 +144,28 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_estimate():
     x, y = synthetic_curve(TABLE1["scalerl"], 60, 0.01, np.random.default_rng(3))
     xf, yf, space = _fit_window_points(x, y, FitSettings(x="gpu_hours"))
     point = fit_fast(xf, yf, y[0], space)
-    runs = [bootstrap_ci(xf, yf, y[0], space, point, [8000.0, 32000.0], 50, 0.9, np.random.default_rng(5))
+    noise = residual_noise(xf, yf, y[0], point)
+    runs = [bootstrap_ci(xf, y[0], space, point, noise, [8000.0, 32000.0], 50, 0.9, np.random.default_rng(5))
             for _ in range(2)]
     assert runs[0] == runs[1]
     ci = runs[0]
-    assert ci.A[0] <= point.A <= ci.A[1] and ci.B[0] <= point.B <= ci.B[1]
-    assert ci.C_mid[0] <= point.C_mid <= ci.C_mid[1]
-    assert ci.A[1] - ci.A[0] < 0.05
+    assert ci.B[0] <= point.B <= ci.B[1] and ci.C_mid[0] <= point.C_mid <= ci.C_mid[1]
     assert [lo <= hi for lo, hi in ci.predictions] == [True, True]
+
+
+def test_profile_interval_of_a_by_hand_on_independent_noise():
+    """With independent noise and no inflation the interval is where the profiled SSE rises by
+    s^2 F(level; 1, n - 3) above its minimum; both ends sit on that bound, on either side of A."""
+    x, y = synthetic_curve(TABLE1["scalerl"], 60, 0.01, np.random.default_rng(3))
+    xf, yf, space = _fit_window_points(x, y, FitSettings(x="gpu_hours"))
+    point = fit_fast(xf, yf, y[0], space)
+    lo, hi = profile_interval_a(xf, yf, y[0], space, point, 1.0, 0.95)
+    bound = point.sse * (1 + f_dist.ppf(0.95, 1, xf.size - 3) / (xf.size - 3))
+    assert lo < point.A < hi and hi - lo < 0.05
+    for end in (lo, hi):
+        assert profile_sse(xf, yf, y[0], space, end) == pytest.approx(bound, rel=2e-3)
+    wider = profile_interval_a(xf, yf, y[0], space, point, 4.0, 0.95)  # 4x the variance: about twice as wide
+    assert (wider[1] - wider[0]) / (hi - lo) == pytest.approx(2.0, rel=0.15)
 
 
 def test_window_rules():

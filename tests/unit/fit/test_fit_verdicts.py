@@ -1,85 +1,107 @@
-"""The verdict rules and the intervals behind them (rlscale.fit.verdicts, rlscale.fit.differences), on
-hand-computed numbers: every branch of the LOO verdict, the pooled t-interval, the bootstrap interval and
-the eval-noise flag."""
+"""The verdict rules and the intervals behind them (rlscale.fit.verdicts, rlscale.fit.pairing,
+rlscale.fit.noise), on hand-computed numbers: every branch of the LOO verdict, the paired and unpaired
+seed intervals, one-seed variants, and the eval-noise share with its cure in distinct prompts."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
-from rlscale.fit.differences import Pooled, Samples, difference
 from rlscale.fit.noise import eval_noise
+from rlscale.fit.pairing import SeedTable, variance_share
 from rlscale.fit.schema import Difference, RunFit
-from rlscale.fit.verdicts import min_effect, seeds_to_resolve, verdict
+from rlscale.fit.verdicts import Resolution, prompts_to_resolve, seeds_to_resolve, verdict
 
-SEEDS = "seeds n=3"
+PAIRED = "paired n=3"
+T975_4 = 2.7764451051977987  # t(0.975, 4)
 
 
-def _d(value, half, source=SEEDS):
+def _d(value, half, source=PAIRED):
     return Difference(value, value - half, value + half, source)
 
 
-def test_pooled_t_interval_by_hand():
-    pooled = Pooled.of([[1.0, 2.0, 3.0], [0.0, 1.0, 2.0], [5.0]])  # the one-seed group adds nothing
-    assert (pooled.sd, pooled.df) == (1.0, 4)
-    d = difference(Samples([1.0, 2.0, 3.0], None), Samples([0.0, 1.0, 2.0], None), pooled, 0.95)
-    half = 2.7764451051977987 * np.sqrt(2 / 3)  # t(0.975, 4) * s * sqrt(1/3 + 1/3)
-    assert (d.value, d.lo, d.hi, d.source) == pytest.approx((1.0, 1.0 - half, 1.0 + half, SEEDS))
+def test_unpaired_interval_is_the_pooled_t_interval_by_hand():
+    table = SeedTable.of({"p": {0: 1.0, 1: 2.0, 2: 3.0}, "q": {3: 0.0, 4: 1.0, 5: 2.0}, "r": {6: 5.0}})
+    assert (table.unpaired.sd, table.unpaired.df) == (1.0, 4)  # the one-seed variant adds nothing
+    d = table.difference("p", "q", 0.95)  # no common seed: unpaired
+    half = T975_4 * math.sqrt(2 / 3)
+    assert (d.value, d.lo, d.hi, d.source) == pytest.approx((1.0, 1.0 - half, 1.0 + half, "unpaired n=3"))
 
 
-def test_bootstrap_interval_is_the_percentiles_of_the_difference_of_draws():
-    p = Samples([0.6], np.linspace(0.55, 0.65, 101))
-    q = Samples([0.5, 0.52], np.full(101, 0.5))
-    d = difference(p, q, Pooled.of([[0.5, 0.52]]), 0.9)
-    assert d.source == "bootstrap" and (d.lo, d.hi) == pytest.approx((0.055, 0.145))
-    assert difference(Samples([0.6], None), q, None, 0.9).source == "none"
+def test_paired_interval_cancels_the_seed_effect():
+    # value = mu_v + seed effect + e: the seed effects (0, 1, -1) are shared, e is small
+    seeds = {0: 0.0, 1: 1.0, 2: -1.0}
+    e = {"p": (0.01, -0.01, 0.0), "q": (0.0, 0.01, -0.01), "r": (-0.01, 0.0, 0.01)}
+    mu = {"p": 0.6, "q": 0.55, "r": 0.6}
+    table = SeedTable.of({v: {s: mu[v] + seeds[s] + e[v][s] for s in seeds} for v in mu})
+    d = table.difference("p", "q", 0.95)
+    assert d.source == "paired n=3" and d.value == pytest.approx(0.05)
+    # additive model by hand: 9 cells, rank 3 + 3 - 1 = 5, df 4; residual = e here (e sums to 0 both ways)
+    sd = math.sqrt(sum(x * x for v in e.values() for x in v) / 4)
+    assert (table.paired.sd, table.paired.df) == (pytest.approx(sd), 4)
+    half = T975_4 * sd * math.sqrt(2 / 3)
+    assert (d.lo, d.hi) == pytest.approx((0.05 - half, 0.05 + half))
+    assert d.excludes_zero()  # unpaired, the seed sd of 1 would swamp it
+    assert not SeedTable.of(table.values, pairing=False).difference("p", "q", 0.95).excludes_zero()
 
 
-@pytest.mark.parametrize("d_a, d_b, free, identified, noisy, expected", [
-    (_d(-0.06, 0.01), None, None, True, False, ("lower ceiling", "", "")),
-    (_d(0.03, 0.02), None, None, True, False, ("higher ceiling", "", "")),
-    (_d(0.03, 0.05), None, None, True, False, ("unresolved", "interval straddles the margin", "more seeds")),
-    # a bootstrap interval must lie wholly beyond the margin
-    (_d(0.03, 0.015, "bootstrap"), None, None, True, False, ("unresolved", "one seed", "more seeds")),
-    (_d(0.03, 0.005, "bootstrap"), None, None, True, False, ("higher ceiling", "", "")),
-    (_d(0.0, 0.01), _d(-0.7, 0.3), _d(-0.6, 0.1), True, False, ("lower efficiency", "", "")),
-    (_d(0.0, 0.01), _d(0.5, 0.3), _d(0.4, 0.1), True, False, ("higher efficiency", "", "")),
-    # dB below the minimum effect (0.4), or not confirmed by the free fits: no finding
-    (_d(0.0, 0.01), _d(-0.3, 0.2), _d(-0.3, 0.1), True, False, ("unresolved", "interval straddles the margin",
-                                                               "more seeds")),
-    (_d(0.0, 0.01), _d(-0.7, 0.3), _d(-0.05, 0.1), True, False, ("unresolved", "interval straddles the margin",
-                                                                "more seeds")),
-    (_d(0.001, 0.01), _d(0.05, 0.3), _d(0.0, 0.1), True, False, ("within margin", "", "")),
-    (_d(0.001, 0.01), _d(0.05, 0.3), _d(0.0, 0.1), False, False, ("unresolved", "A not identified",
-                                                                 "more compute")),
-    (_d(0.01, 0.02), _d(0.05, 0.6), _d(0.0, 0.1), True, True, ("unresolved", "eval noise", "more eval samples")),
-    (Difference(0.01, None, None, "none"), None, None, True, False, ("unresolved", "no interval", "more seeds")),
+def test_a_one_seed_variant_borrows_the_sweeps_spread_and_none_gives_no_interval():
+    values = {"base": {0: 0.60, 1: 0.62, 2: 0.58}, "a": {0: 0.59, 1: 0.61, 2: 0.58}, "one": {0: 0.50}}
+    table = SeedTable.of(values)
+    d = table.difference("one", "base", 0.95)
+    assert d.source == "paired n=1" and d.value == pytest.approx(-0.10) and d.has_interval
+    alone = SeedTable.of({"base": {0: 0.60}, "one": {0: 0.50}})
+    assert not alone.difference("one", "base", 0.95).has_interval
+    found = verdict(alone.difference("one", "base", 0.95), None, None, 0.02, 0.2, True)
+    assert (found.verdict, found.reason) == ("unresolved", "one seed")
+
+
+@pytest.mark.parametrize("d_a, d_b, free, identified, expected", [
+    (_d(-0.06, 0.01), None, None, True, ("lower ceiling", "", "")),
+    (_d(0.03, 0.02), None, None, True, ("higher ceiling", "", "")),
+    (_d(0.03, 0.05), None, None, True, ("unresolved", "seed spread", "more seeds")),
+    (_d(0.0, 0.01), _d(-0.24, 0.2), _d(-0.2, 0.1), True, ("lower efficiency", "", "")),  # no minimum effect
+    (_d(0.0, 0.01), _d(0.5, 0.3), _d(0.4, 0.1), True, ("higher efficiency", "", "")),
+    # dB resolved but the free fits' B does not differ: not a finding, and never "within margin"
+    (_d(0.0, 0.01), _d(-0.3, 0.2), _d(-0.05, 0.1), True,
+     ("unresolved", "dB resolved but not the free fits' B", "more seeds")),
+    (_d(0.001, 0.01), _d(0.05, 0.1), _d(0.0, 0.1), True, ("within margin", "", "")),
+    # dB interval wider than the band: not resolved as equal
+    (_d(0.001, 0.01), _d(0.05, 0.3), _d(0.0, 0.1), True, ("unresolved", "seed spread", "more seeds")),
+    (_d(0.001, 0.01), _d(0.05, 0.1), _d(0.0, 0.1), False, ("unresolved", "A not identified", "more compute")),
 ])
-def test_verdict_branches(d_a, d_b, free, identified, noisy, expected):
-    found = verdict(d_a, d_b, free, 0.02, 0.4, identified, noisy)
+def test_verdict_branches(d_a, d_b, free, identified, expected):
+    found = verdict(d_a, d_b, free, 0.02, 0.2, identified)
     assert (found.verdict, found.reason, found.needs) == expected
 
 
-def test_minimum_effect_is_twice_the_seed_sd_with_a_floor():
-    assert min_effect(0.2, 1.92) == pytest.approx(0.4)
-    assert min_effect(0.01, 2.0) == pytest.approx(0.1)  # 5 % of the base's B
-    assert min_effect(None, 2.0) is None
-
-
-def test_eval_noise_flag_and_samples_needed():
-    runs = [RunFit(sweep="s", variant=f"v{i}", status="ok", eval_se=se, eval_samples=1000) for i, se in
-            enumerate((0.015, 0.02, 0.03))]
-    noise = eval_noise(runs, "s", 0.02)
-    assert noise.flagged and noise.median_se == 0.02 and noise.samples_needed == pytest.approx(4000)
-    assert "about 4,000 eval samples (now 1,000)" in noise.describe()
-    assert not eval_noise(runs[:1], "s", 0.04).flagged and eval_noise(runs, "other", 0.02) is None
-
-
-def test_unresolved_verdicts_say_how_many_seeds_or_samples():
-    # seed sd of A 0.02 at a 0.02 margin: 2 * (1.96 * 0.02 / 0.01)^2 = 30.7 -> 31 seeds per variant
+def test_unresolved_reasons_in_the_order_of_their_share_with_what_resolves_each():
+    # seed sd of dA's spread 0.02 at a 0.02 margin: 2 * (1.96 * 0.02 / 0.01)^2 = 30.7 -> 31 seeds per variant
     assert seeds_to_resolve(0.02, 0.02, 0.95) == 31
     assert seeds_to_resolve(0.001, 0.02, 0.95) == 2 and seeds_to_resolve(None, 0.02, 0.95) is None
-    straddles = verdict(_d(0.03, 0.05), None, None, 0.02, 0.4, True, False, seeds_needed=31)
-    assert straddles.needs == "more seeds (about 31 per variant)"
-    noisy = verdict(_d(0.01, 0.02), _d(0.05, 0.6), _d(0.0, 0.1), 0.02, 0.4, True, True, 31, 2482.4)
-    assert (noisy.reason, noisy.needs) == ("eval noise", "more eval samples (about 2,482 per eval), more seeds "
-                                                         "(about 31 per variant)")
+    # 3 seeds, sd 0.01, eval share 0.9: keep (0.01^2 * 3) / (2 * 1.96^2 * 0.01^2) = 0.390 of the variance;
+    # 1 - 0.9 + 0.9 / k = 0.390 -> k = 3.10 -> 400 prompts become about 1,241
+    allowed = 0.01 ** 2 * 3 / (2 * 1.959963984540054 ** 2 * 0.01 ** 2)
+    assert prompts_to_resolve(0.01, 0.9, 3, 400, 0.02, 0.95) == pytest.approx(400 * 0.9 / (allowed - 0.1))
+    assert prompts_to_resolve(0.01, 0.2, 3, 400, 0.02, 0.95) is None  # eval noise alone cannot
+    noisy = verdict(_d(0.01, 0.03), None, None, 0.02, 0.2, True, Resolution(seeds=9, prompts=1241.0, eval_share=0.9))
+    assert (noisy.reason, noisy.needs) == ("eval noise (90% of the variance)",
+                                           "more distinct eval prompts (about 1,241 per eval), more seeds "
+                                           "(about 9 per variant)")
+    seedy = verdict(_d(0.01, 0.03), None, None, 0.02, 0.2, True, Resolution(seeds=9, eval_share=0.14))
+    assert (seedy.reason, seedy.needs) == ("seed spread (86% of the variance)", "more seeds (about 9 per variant)")
+
+
+def test_eval_noise_share_and_cure_in_distinct_prompts():
+    runs = [RunFit(sweep="s", variant=v, seed=s, status="ok", A=a, A_identified=True, A_se_within=0.01,
+                   eval_se=0.02, eval_prompts=58)
+            for v, seeds in {"x": (0.60, 0.62, 0.64), "y": (0.58, 0.61, 0.66)}.items() for s, a in enumerate(seeds)]
+    noise = eval_noise(runs, "s", 0.02)
+    spread = SeedTable.of({"x": {0: 0.60, 1: 0.62, 2: 0.64}, "y": {0: 0.58, 1: 0.61, 2: 0.66}}).paired
+    assert noise.share == pytest.approx(min(1.0, 0.01 ** 2 / spread.sd ** 2))
+    assert noise.flagged is False  # a run's A has SE 0.01, half the margin
+    assert noise.prompts_needed == pytest.approx(58)
+    assert variance_share([0.01, 0.02, 0.03], None) is None
+    assert eval_noise(runs, "other", 0.02) is None
+    assert np.isfinite(spread.sd)
