@@ -18,8 +18,8 @@ RETIRED = {  # fields of older configs whose meaning was split: one line saying 
 
 POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",
             "trainer.checkpoint_every", "generation.max_think_tokens", "generation.max_answer_tokens",
-            "task.train_size", "task.val_size", "curriculum.window", "optim.lr", "model.hidden_size", "model.num_layers",
-            "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size", "loss.cispo_cap",
+            "task.train_size", "task.val_size", "curriculum.window", "optim.lr", "model.hidden_size",
+            "model.num_layers", "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size", "loss.cispo_cap",
             "launcher.cpus_per_task", "launcher.mem_gb", "launcher.timeout_min", "launcher.signal_delay_s",
             "launcher.array_parallelism")
 NON_NEGATIVE = ("batch.micro_batch", "offpolicy.max_lag", "offpolicy.batches_per_version",

@@ -38,10 +38,14 @@ def fit_command(
     method: str = typer.Option("fast", "--method", metavar=choices(METHOD_NAMES),
                                help="fast (continuous search) or paper (App. A.5 grid)."),
     margin: float = typer.Option(0.02, "--margin", help="Margin on A for ties (paper: 0.02)."),
+    margin_b: float = typer.Option(0.10, "--margin-b", help="Band of 'within margin' on dB, a fraction of the base's "
+                                   "B."),
+    unpaired: bool = typer.Option(False, "--unpaired", help="Compare seed means, not seed by seed (for runs whose "
+                                  "equal seeds do not share random numbers)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: RESULTS_DIR)."),
     r0: Optional[float] = typer.Option(None, "--r0", help="R0 for every run (default: each run's step-0 eval)."),
-    ci: float = typer.Option(0.95, "--ci", help="Bootstrap interval level."),
-    n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples (0: no intervals)."),
+    ci: float = typer.Option(0.95, "--ci", help="Interval level."),
+    n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples for B, C_mid and predictions (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     a_grid: str = typer.Option("0.45:0.8:0.005", "--a-grid", help="Paper method's A grid LO:HI:STEP."),
     c_mid_grid: Optional[str] = typer.Option(None, "--c-mid-grid", help="Absolute C_mid grid LO:HI:N (default: "
@@ -61,7 +65,8 @@ def fit_command(
             raise UsageError(f"--x must be one of {', '.join(X_CHOICES)} (got {x!r})")
         if method not in METHOD_NAMES:
             raise UsageError(f"--method must be one of {', '.join(METHOD_NAMES)} (got {method!r})")
-        check_ranges({"--margin": (margin, NON_NEGATIVE), "--ci": (ci, OPEN_UNIT), "--n-boot": (n_boot, NON_NEGATIVE),
+        check_ranges({"--margin": (margin, NON_NEGATIVE), "--margin-b": (margin_b, NON_NEGATIVE),
+                      "--ci": (ci, OPEN_UNIT), "--n-boot": (n_boot, NON_NEGATIVE),
                       "--jobs": (jobs, NON_NEGATIVE), "--seed": (seed, NON_NEGATIVE), "--r0": (r0, FINITE),
                       "--predict-at": (predict_at, NON_NEGATIVE)})
         if out is not None and out.exists() and not out.is_dir():
@@ -72,6 +77,7 @@ def fit_command(
         settings = FitSettings(x=x, y=y, method=method, margin=margin, fit_until=until_abs, fit_until_frac=until_frac,
                                predict_at=list(predict_at or []), ci_level=ci, n_boot=n_boot, seed=seed, r0=r0,
                                min_compute=cut_abs, min_compute_frac=cut_frac, c_mid_grid=c_grid,
+                               paired=not unpaired, margin_b=margin_b,
                                a_grid=list(_grid(a_grid, "--a-grid", integer_last=False)))
         with err.status("fitting...") as status:
             results = fit_results(results_dir, settings, jobs=jobs or os.cpu_count() or 1,

@@ -9,9 +9,9 @@ config.yaml only costs the seed, which then comes from a ``_s<N>`` (or ``-s<N>``
 Besides x and y, each point carries its position on a counted axis ``t`` (the eval line's ``flops`` when
 every eval of the run has it, else its ``step``; a tidy file's x) on which the fit window is decided
 (rlscale.fit.window), the standard error of y (``<y>_se``) and the eval size (``val_samples``) when the
-line reports them, and the number of distinct eval prompts (``val_prompts``). ``--x auto`` resolves to ``gpu_hours`` when every run's eval lines carry it, else to
-``flops``. A metric named in ``--x``/``--y`` that no eval line of a folder holds is a ``MetricError``
-listing the metrics found (a mistyped name), raised before anything is fitted.
+line reports them, and the number of distinct eval prompts (``val_prompts``). ``--x auto`` resolves to
+``gpu_hours`` when every run's eval lines carry it, else to ``flops``. A metric named in ``--x``/``--y``
+that no eval line of a folder holds is a ``MetricError`` listing the metrics found (a mistyped name), raised before anything is fitted.
 """
 from __future__ import annotations
 

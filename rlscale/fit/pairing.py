@@ -16,8 +16,9 @@ paper's single margin is, so a variant of one seed is compared with the spread i
 spread to borrow (every variant one seed: df = 0) there is no interval.
 
 **Unpaired** (``unpaired n=a/b``, when pairing is off, the two variants share no seed, or the seed table
-leaves no degree of freedom for the paired spread): the difference of the seed means, d +- t(level, df) * s * sqrt(1/a + 1/b) with s the within-variant seed sd pooled over the
-sweep's variants of >= 2 seeds.
+leaves no degree of freedom for the paired spread): the difference of the seed means,
+d +- t(level, df) * s * sqrt(1/a + 1/b), with s the within-variant seed sd pooled over the sweep's variants
+of >= 2 seeds.
 
 A variant's seeds are compared only with the seed spread of other runs, never with a single run's
 bootstrap: a run's own interval sees its eval noise, not the run-to-run spread (a one-seed verdict from

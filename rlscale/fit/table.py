@@ -1,9 +1,10 @@
 """The terminal view of a FitResults: one table of runs (messages listed under it), then per sweep the
 eval-noise flag, the ranking and the LOO table.
 
-A is shown with its bootstrap interval and the paper's +-margin next to it (App. A.7), so a reader can
-see whether the data's own uncertainty is wider or narrower than the paper's rule of thumb; every
-ranking difference and LOO verdict is shown with its interval and the interval's source.
+A is shown with its interval (the profile interval, widened for correlated residuals) and the paper's
++-margin next to it (App. A.7), so a reader can see whether the data's own uncertainty is wider or narrower
+than the paper's rule of thumb; every ranking difference and LOO verdict is shown with its interval and the
+interval's source (paired or unpaired seeds).
 """
 from __future__ import annotations
 
@@ -27,17 +28,20 @@ def render(results: FitResults, console: Console) -> None:
             console.print(printable(f"  {_name(r, results)}: {r.message}"), markup=False, highlight=False)
     for sweep in sorted({c.sweep for c in results.comparison}):
         rows = [c for c in results.comparison if c.sweep == sweep]
-        noise = eval_noise(results.runs, sweep, s.margin)
+        noise = eval_noise(results.runs, sweep, s.margin, s.paired)
         if noise is not None and noise.flagged:
-            console.print(printable(f"{sweep or 'runs'}: {noise.describe()}"), style="yellow", markup=False, highlight=False)
+            console.print(printable(f"{sweep or 'runs'}: {noise.describe()}"), style="yellow", markup=False,
+                          highlight=False)
         console.print(_ranking_table(sweep, [c for c in rows if c.kind == "rank"], results))
         loo = [c for c in rows if c.kind == "loo"]
         if loo:
             console.print(_loo_table(sweep, loo, s))
+    pairing = "paired by seed where variants share seeds, else" if s.paired else "unpaired:"
     console.print(f"method {s.method}; x = {axis_label(s.x)} ({s.x}), y = {s.y}; cutoff: {s.cutoff_rule}; "
-                  f"{s.ci_level:.0%} intervals: seeds (t on the seed means, sd pooled over the sweep) when both "
-                  f"variants have >= 2 seeds, else percentile bootstrap ({s.n_boot} resamples, seed {s.seed}); "
-                  f"+-{s.margin:g}: the paper's margin on A", markup=False, highlight=False)
+                  f"{s.ci_level:.0%} intervals: A of a run from its profile (widened for correlated residuals), B, "
+                  f"C_mid and predictions by bootstrap ({s.n_boot} resamples, seed {s.seed}); differences {pairing} "
+                  f"seed means, the spread pooled over the sweep; +-{s.margin:g}: the paper's margin on A",
+                  markup=False, highlight=False)
 
 
 def _runs_table(results: FitResults) -> Table:
@@ -70,8 +74,8 @@ def _runs_table(results: FitResults) -> Table:
 
 def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -> Table:
     s: FitSettings = results.settings
-    table = Table(title=f"{shown(sweep or 'runs')}: ranked by A in tiers (a new tier where dA is beyond +-{s.margin:g} and "
-                        f"resolved), then by B at the tier's mean A; '=' marks ties")
+    table = Table(title=f"{shown(sweep or 'runs')}: ranked by A in tiers (a new tier where dA is beyond "
+                        f"+-{s.margin:g} and resolved), then by B at the tier's mean A; '=' marks ties")
     for col in ("#", "variant", "A (seed sd)", "dA [CI]", "B (seed sd)", "dB [CI] at fixed A", "interval", "note"):
         table.add_column(col, justify="left" if col in ("variant", "note", "interval") else "right")
     spread = {(r.sweep, r.variant): r for r in results.runs if r.seed_std_A is not None}
@@ -87,10 +91,11 @@ def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -
 
 def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
     a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
-    effect = next((c.min_effect_B for c in rows if c.min_effect_B is not None), None)
+    band = next((c.margin_B for c in rows if c.margin_B is not None), None)
     table = Table(title=f"{shown(sweep)}: leave-one-out, B refit with A fixed at the mean of identified runs "
-                        f"{_f(a_fixed, '.3f')}; ceiling: |dA| > {s.margin:g}, efficiency: |dB| >= "
-                        f"{_f(effect, '.2f')} (minimum effect), each with a {s.ci_level:.0%} interval excluding 0")
+                        f"{_f(a_fixed, '.3f')}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and the free fits' B), "
+                        f"each with a {s.ci_level:.0%} interval excluding 0; within margin: dA inside +-{s.margin:g} "
+                        f"and dB inside +-{_f(band, '.2f')} ({s.margin_b:.0%} of the base's B)")
     for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]") else "left")
     for c in rows:

@@ -114,13 +114,14 @@ def test_verdicts_show_their_intervals_and_the_flags(tmp_path):
     loo = [r for r in fits.runs if r.sweep == "loo-0" and r.A is not None]
     top = max(loo, key=lambda r: r.A)
     runs = [replace(r, A_identified=r is not top, A_identified_reason="" if r is not top else
-                    "A's interval reaches the edge of its range [0, 1]", eval_se=0.02, eval_samples=512)
+                    "A's interval reaches the edge of its range [0, 1]", eval_se=0.02, eval_samples=512,
+                    A_se_within=0.02, eval_prompts=128)
             for r in fits.runs]
     rows = [ComparisonRow(kind="loo", sweep="loo-0", variant=top.variant, axis="precision", dA=0.031, dA_lo=-0.004,
                           dA_hi=0.066, dB=-0.4, dB_lo=-0.9, dB_hi=0.1, interval_source="bootstrap",
                           verdict="unresolved", reason="A not identified", needs="more compute"),
             ComparisonRow(kind="loo", sweep="loo-0", variant="other", axis="loss", dA=-0.061, dA_lo=-0.075,
-                          dA_hi=-0.047, dB=0.1, dB_lo=-0.2, dB_hi=0.4, interval_source="seeds n=3",
+                          dA_hi=-0.047, dB=0.1, dB_lo=-0.2, dB_hi=0.4, interval_source="paired n=3",
                           verdict="lower ceiling"),
             ComparisonRow(kind="rank", sweep="loo-0", variant=loo[0].variant, rank=1, tie=True, A=0.6)]
     report = load_report(root, FitResults(fits.settings, runs, [c for c in fits.comparison if c.kind != "loo"] + rows))
@@ -129,7 +130,7 @@ def test_verdicts_show_their_intervals_and_the_flags(tmp_path):
     assert summary.noise.flagged
     html = write_report(report, html=tmp_path / "report.html").html.read_text()
     for text in ("unresolved (A not identified): more compute", "+0.031 [-0.004, +0.066]", "-0.061 [-0.075, -0.047]",
-                 "seeds n=3", "bootstrap", str(escape(summary.noise.describe())), "A not identified: A&#39;s",
+                 "paired n=3", "bootstrap", str(escape(summary.noise.describe())), "A not identified: A&#39;s",
                  "GPU-hours (measured)", "1= <span class=\"tie\">tie</span>"):
         assert text in html, text
     console = Console(record=True, width=250)
