@@ -10,21 +10,27 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import inspect
 import json
+from contextlib import contextmanager
 from dataclasses import asdict
+from importlib.metadata import version
 from pathlib import Path
-from typing import List, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from rlscale.config.schema import ModelConfig, TaskConfig
+from rlscale.core import types as core_types
 from rlscale.core.types import THINK_CLOSE
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.results.atomic import atomic_write
+from rlscale.tasks import registry as task_registry
+from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Demonstration, Task
+from rlscale.tasks.reasoning_gym import ReasoningGymTask
 
-WARMUP_VERSION = 2
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)
 
 
@@ -90,10 +96,58 @@ def supervised_warmup(model: LlamaForCausalLM, seqs: List[Tuple[List[int], int]]
     return losses
 
 
+# The code that determines the warm-up's weights: the source file of each of these is part of the cache key,
+# so a checkpoint cached before a change to any of them is never loaded after it. The math task is absent: it
+# gives no demonstrations, so it never builds a warm-up.
+WARMUP_CODE: Tuple[object, ...] = (
+    build_tiny_llama,  # this module: the model's shape, the warm-up's sequences, noise, optimizer and loop
+    CharTokenizer,  # the vocabulary and the encoding of prompts and completions
+    core_types,  # the think markers
+    Demonstration,  # rlscale.tasks.base: problems and demonstrations
+    task_registry,  # the task class a task config builds
+    FormattedTask,  # the prompts in ``task.answer_format``
+    ReasoningGymTask,  # the problems, their order and their worked demonstrations
+)
+# The libraries whose versions determine the warm-up's weights: initialization and kernels of the model,
+# generation of the problems.
+WARMUP_LIBRARIES = ("torch", "transformers", "reasoning-gym")
+
+
+def code_digests(objects: Sequence[object]) -> Dict[str, str]:
+    """Module name -> SHA-256 of its source file, for the module of each object (a module or what it defines);
+    named by module rather than path, so clones at different paths share the key."""
+    return {inspect.getmodule(obj).__name__: file_digest(Path(inspect.getsourcefile(obj))) for obj in objects}
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of the file's bytes, in hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def library_versions(names: Sequence[str]) -> Dict[str, str]:
+    """Distribution name -> installed version, without a local build tag (``2.13.0+cpu`` -> ``2.13.0``)."""
+    return {name: version(name).split("+")[0] for name in names}
+
+
 def tiny_model_key(model_cfg: ModelConfig, task_cfg: TaskConfig, tok: CharTokenizer) -> str:
-    payload = json.dumps({"v": WARMUP_VERSION, "model": asdict(model_cfg), "task": asdict(task_cfg),
-                          "vocab": tok.vocab, "torch": torch.__version__.split("+")[0]}, sort_keys=True)
+    """The cache key of the warmed-up tiny model: its configs, the vocabulary, the code that builds the warm-up
+    (``WARMUP_CODE``) and the libraries it runs on (``WARMUP_LIBRARIES``)."""
+    payload = json.dumps({"model": asdict(model_cfg), "task": asdict(task_cfg),
+                          "vocab": tok.vocab, "code": code_digests(WARMUP_CODE),
+                          "libraries": library_versions(WARMUP_LIBRARIES)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch at one intra-op thread inside the block: reductions then add in one order whatever the machine's
+    core count or ``engine.threads``, so the warm-up gives the same weights on every machine of a CPU kind."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def load_or_build_tiny(model_cfg: ModelConfig, task_cfg: TaskConfig, task: Task, tok: CharTokenizer,
@@ -111,12 +165,11 @@ def load_or_build_tiny(model_cfg: ModelConfig, task_cfg: TaskConfig, task: Task,
             model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
             model.eval()
             return model
-        threads = torch.get_num_threads()
         gen = torch.Generator().manual_seed(task_cfg.seed)
         torch.manual_seed(task_cfg.seed)
         model = build_tiny_llama(model_cfg, tok.vocab_size)
-        losses = supervised_warmup(model, warmup_sequences(task, tok, model_cfg, gen), model_cfg, gen)
+        with one_thread():
+            losses = supervised_warmup(model, warmup_sequences(task, tok, model_cfg, gen), model_cfg, gen)
         atomic_write(path, lambda tmp: torch.save(model.state_dict(), tmp))
-        (cache_dir / f"tiny-{key}.json").write_text(json.dumps(
-            {"first_loss": losses[0], "last_loss": losses[-1], "threads": threads}))
+        (cache_dir / f"tiny-{key}.json").write_text(json.dumps({"first_loss": losses[0], "last_loss": losses[-1]}))
         return model

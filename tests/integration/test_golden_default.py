@@ -1,0 +1,89 @@
+"""The embedded default's numbers, pinned: a short default run from an empty cache (so the warm-up is rebuilt)
+writes the metrics stored in ``tests/golden/default_run.json``, every logged value but the measured ones.
+
+Regenerate the file after a change that moves the embedded default's numbers:
+``RLSCALE_REGEN_GOLDEN=1 python -m pytest tests/integration/test_golden_default.py``.
+
+The warm-up runs in one thread whatever the thread count (``rlscale.engines.models.tiny_model``), and
+``engine.threads`` 1, 2 and 4 gave the same values; the run still pins ``engine.threads=1``, since the default
+(0) shares all of a machine's cores between the trainer and its generator, a count no machine of the test has
+checked. Floats agree to ``REL_TOL`` on machines of one CPU kind (torch's CPU capability, stored with the
+file); counts, kinds and steps exactly.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.slow
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "default_run.json"
+REGEN_ENV = "RLSCALE_REGEN_GOLDEN"
+OVERRIDES = ["trainer.max_steps=6", "engine.threads=1"]  # evals at steps 0 and 6 (trainer.eval_every=6)
+MEASURED_SUFFIXES = ("_s", "_seconds", "_hours")  # times, throughputs, core-hours
+MEASURED = {"generator_idle_frac", "queue_depth"}  # depend on how the trainer and its generator interleave
+REL_TOL = 1e-6
+REGEN_HINT = (f"if the change is meant to move the embedded default's numbers, regenerate the golden file with "
+              f"`{REGEN_ENV}=1 python -m pytest tests/integration/test_golden_default.py` and update the README's "
+              "table and docs/embedded-default.md to match")
+
+
+def deterministic(record: Dict) -> Dict:
+    """A metrics record without its measured values."""
+    return {k: v for k, v in record.items() if not k.endswith(MEASURED_SUFFIXES) and k not in MEASURED}
+
+
+def default_run(tmp_path: Path) -> List[Dict]:
+    """The deterministic metrics of the short default run, with a cache of its own (empty at the start)."""
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "rlscale.cli", "run", f"out={run_dir}", f"cache_dir={tmp_path / 'cache'}", *OVERRIDES]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return [deterministic(json.loads(line)) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def golden_document(records: List[Dict]) -> Dict:
+    return {"overrides": OVERRIDES, "cpu_capability": torch.backends.cpu.get_cpu_capability(), "metrics": records}
+
+
+def same_value(expected, actual) -> bool:
+    """Floats to ``REL_TOL``; everything else (counts, kinds, steps) exactly."""
+    if isinstance(expected, float) and isinstance(actual, (int, float)):
+        return math.isclose(expected, actual, rel_tol=REL_TOL, abs_tol=REL_TOL * 1e-3)
+    return expected == actual
+
+
+def differences(expected: List[Dict], actual: List[Dict]) -> List[str]:
+    """One line per record or value that differs."""
+    if [(r["kind"], r["step"]) for r in expected] != [(r["kind"], r["step"]) for r in actual]:
+        return [f"records: expected {[(r['kind'], r['step']) for r in expected]}, "
+                f"got {[(r['kind'], r['step']) for r in actual]}"]
+    lines = []
+    for exp, act in zip(expected, actual):
+        for key in sorted(exp.keys() | act.keys()):
+            if key not in exp or key not in act or not same_value(exp[key], act[key]):
+                lines.append(f"{exp['kind']} step {exp['step']} {key}: expected {exp.get(key)}, got {act.get(key)}")
+    return lines
+
+
+def test_default_run_matches_the_golden_metrics(tmp_path):
+    records = default_run(tmp_path)
+    if os.environ.get(REGEN_ENV) == "1":
+        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN.write_text(json.dumps(golden_document(records), indent=1, sort_keys=True) + "\n")
+        return
+    golden = json.loads(GOLDEN.read_text())
+    assert golden["overrides"] == OVERRIDES, f"the test's overrides changed: {REGEN_HINT}"
+    diff = differences(golden["metrics"], records)
+    capability = torch.backends.cpu.get_cpu_capability()
+    assert not diff, (f"the default run's metrics differ from {GOLDEN.name} (golden CPU capability "
+                      f"{golden['cpu_capability']}, this machine's {capability}):\n" + "\n".join(diff[:40])
+                      + f"\n{REGEN_HINT}")
