@@ -209,8 +209,9 @@ def diagnostics_figure(sweep: SweepView, settings: FitSettings, colors: List[str
 
 
 def extrapolation_figure(report: ReportData) -> Optional[Figure]:
-    """Left: predicted vs observed reward at extrap_x (the margin on A shaded). Right: absolute error of
-    the sigmoid vs the power law per run (above the diagonal: the power law extrapolated worse)."""
+    """Left: predicted vs observed reward beyond fit_until, both the mean over the run's last evals there
+    (RunFit.extrap_evals; the margin on A shaded). Right: absolute error of the sigmoid vs the power law per
+    run (above the diagonal: the power law extrapolated worse)."""
     checked = [(sweep, run) for sweep in report.sweeps for run in sweep.runs
                if run.fit is not None and run.fit.extrap_predicted is not None
                and run.fit.extrap_observed is not None]
@@ -238,8 +239,8 @@ def extrapolation_figure(report: ReportData) -> Optional[Figure]:
     left.plot(diagonal, diagonal, color="0.3", linewidth=0.8)
     left.set_xlim(lo, hi)
     left.set_ylim(lo, hi)
-    left.set_xlabel("observed reward at extrap_x")
-    left.set_ylabel("sigmoid prediction")
+    left.set_xlabel("observed: mean of the last evals")
+    left.set_ylabel("sigmoid prediction, same evals")
     left.set_title(f"predicted vs observed (shaded: \u00b1{margin:g})")
     top = max(errors, default=0.05) * 1.1
     right.plot([0, top], [0, top], color="0.3", linewidth=0.8)

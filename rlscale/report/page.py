@@ -15,6 +15,7 @@ import jinja2
 from rlscale.fit.schema import axis_label
 from rlscale.plan.planner import EXTRAPOLATION_LIMIT
 from rlscale.plan.view import notes as plan_notes, title as plan_title
+from rlscale.report.extrapolation import extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
 from rlscale.report.ranking import by_seed, details, notes, points_text, rank_text
@@ -34,7 +35,8 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
                        plan_notes=plan_notes, plan_title=plan_title)
     uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
     return env.get_template("report.html.j2").render(
-        report=report, summaries=summarize(report), images=uris, colors=colors, logx=logx,
+        report=report, summaries=summarize(report), extrapolation=extrapolation_check(report), images=uris,
+        colors=colors, logx=logx,
         generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         truncation_flag=TRUNCATION_FLAG, unfinished=UNFINISHED_STATES, extrapolation_limit=EXTRAPOLATION_LIMIT,
         cutoffs=sorted({r.fit.cutoff for r in report.runs if r.fit is not None and r.fit.cutoff is not None}))

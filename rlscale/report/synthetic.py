@@ -2,7 +2,8 @@
 
 Curves follow ScaleRL (arXiv 2510.13786) Eq. 1 with Table-1-like parameters (A ~ 0.55-0.66, B ~ 1.4-2.4,
 C_mid ~ 2-5k GPU-hours) on a 16k GPU-hour budget, fitted from 1.5k to 8k and extrapolated to 16k like the
-paper's LOO runs. fits.json is written from the known parameters (not by ``rlscale fit``) and last, so it
+paper's LOO runs, the extrapolation checked as ``rlscale fit --fit-until`` checks it (against the mean of the
+last three evals). fits.json is written from the known parameters (not by ``rlscale fit``) and last, so it
 is newer than every metrics file, in GPU-hours or in FLOPs; a variant is one run or several seeds, and its
 rank row (one per variant) ties it with the variants within the margin. With ``edge_cases`` the first sweep
 also holds a variant named ``<script>alert(1)</script>`` whose config has ``&``, ``<`` and quotes, a run
@@ -20,6 +21,7 @@ from typing import List, Optional
 import numpy as np
 import yaml
 
+from rlscale.fit.run import EXTRAP_EVALS
 from rlscale.fit.schema import (FITS_JSON, ComparisonRow, FitResults, FitSettings, PowerLawFit, Prediction,
                                 RunFit)
 from rlscale.report.curves import power_law, sigmoid
@@ -207,20 +209,26 @@ def _run_fit(run: SyntheticRun, eval_x: np.ndarray, eval_y: np.ndarray, rng: np.
     fit.A_lo, fit.A_hi = fit.A - 0.011, fit.A + 0.011
     fit.B_lo, fit.B_hi = fit.B * 0.9, fit.B * 1.1
     fit.C_mid_lo, fit.C_mid_hi = fit.C_mid * 0.9, fit.C_mid * 1.1
-    fit.sse, fit.r2, fit.fit_until, fit.extrap_x = 0.0012, 0.985, FIT_UNTIL, BUDGET
-    fit.extrap_observed = float(eval_y[-1])
-    fit.extrap_predicted = float(sigmoid(BUDGET, fit.A, fit.B, fit.C_mid, R0))
-    fit.extrap_abs_err = abs(fit.extrap_predicted - fit.extrap_observed)
-    fit.predictions = [Prediction(BUDGET, fit.extrap_predicted, fit.extrap_predicted - 0.015,
-                                  fit.extrap_predicted + 0.015, fit.extrap_observed)]
+    fit.sse, fit.r2, fit.fit_until = 0.0012, 0.985, FIT_UNTIL
+    at_budget = float(sigmoid(BUDGET, fit.A, fit.B, fit.C_mid, R0))
+    fit.predictions = [Prediction(BUDGET, at_budget, at_budget - 0.015, at_budget + 0.015, float(eval_y[-1]))]
     # App. A.4: R = A - D/C^B through the sigmoid at both ends of the window; with a shallow B it
     # overshoots A, as the paper's power law did (A = 1.0 vs ~0.65).
     p_B = 0.6
     (r1, r2) = sigmoid(np.array([CUTOFF, FIT_UNTIL]), fit.A, fit.B, fit.C_mid, R0)
     p_D = float(r2 - r1) / (CUTOFF ** -p_B - FIT_UNTIL ** -p_B)
     p_A = float(r2) + p_D * FIT_UNTIL ** -p_B
-    fit.power_law = PowerLawFit(A=p_A, D=p_D, B=p_B, sse=0.003,
-                                extrap_abs_err=abs(float(power_law(BUDGET, p_A, p_D, p_B)) - fit.extrap_observed))
+    fit.power_law = PowerLawFit(A=p_A, D=p_D, B=p_B, sse=0.003)
+    # The extrapolation check as rlscale.fit.run makes it: the mean of the last EXTRAP_EVALS evals beyond
+    # fit_until against each form's prediction averaged over the same evals.
+    beyond = eval_x > FIT_UNTIL
+    if beyond.any():
+        checked_x, checked_y = eval_x[beyond][-EXTRAP_EVALS:], eval_y[beyond][-EXTRAP_EVALS:]
+        fit.extrap_x, fit.extrap_evals = float(checked_x[-1]), int(checked_x.size)
+        fit.extrap_observed = float(np.mean(checked_y))
+        fit.extrap_predicted = float(np.mean(sigmoid(checked_x, fit.A, fit.B, fit.C_mid, R0)))
+        fit.extrap_abs_err = abs(fit.extrap_predicted - fit.extrap_observed)
+        fit.power_law.extrap_abs_err = abs(float(np.mean(power_law(checked_x, p_A, p_D, p_B))) - fit.extrap_observed)
     return fit
 
 

@@ -1,5 +1,6 @@
 """``rlscale report`` without --html: the summary, each sweep's ranking and its LOO verdicts with their
-intervals as terminal tables (rich), and the sweeps whose eval noise exceeds half the margin.
+intervals as terminal tables (rich), the sweeps whose eval noise exceeds half the margin, and the
+extrapolation check of fits made with ``--fit-until`` (one row per checked run, the median and max error).
 
 Names and messages are passed as ``rich.text.Text`` so brackets in a variant name are never read as markup.
 """
@@ -10,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rlscale.fit.schema import axis_label
+from rlscale.report.extrapolation import ExtrapolationCheck, extrapolation_check
 from rlscale.report.formatting import num, signed_ci
 from rlscale.report.model import UNFINISHED_STATES, ReportData, SweepView
 from rlscale.report.ranking import by_seed, note_text, rank_text
@@ -41,6 +43,7 @@ def print_summary(report: ReportData, console: Console) -> None:
         console.print(_ranking_table(sweep))
         if sweep.loo:
             console.print(_loo_table(sweep))
+    _print_extrapolation(extrapolation_check(report), console)
     stopped = [run for run in report.runs if run.state in UNFINISHED_STATES]
     for run in stopped:
         console.print(Text(printable(f"{run.state}: {run.sweep}/{run.name}: {run.reason}"), style="red"))
@@ -69,6 +72,30 @@ def _loo_table(sweep: SweepView) -> Table:
                                   signed_ci(row.dB, row.dB_lo, row.dB_hi, 2), row.interval_source,
                                   row.verdict_text or row.note)))
     return table
+
+
+def _print_extrapolation(check: ExtrapolationCheck, console: Console) -> None:
+    """The runs fitted up to fit_until against the mean of their last evals beyond it; nothing when the fits
+    made no check."""
+    if check.rows:
+        table = Table(title="Extrapolation check: fitted up to fit_until, against the mean of the last evals "
+                            "beyond it", title_justify="left")
+        several = len({row.sweep for row in check.rows}) > 1
+        for column in ("sweep",) * several + ("run", "fit until", "evals", "observed", "predicted",
+                                              "|err| sigmoid", "|err| power law"):
+            table.add_column(column, justify="left" if column in ("sweep", "run") else "right")
+        for row in check.rows:
+            law = num(row.power_law_error) if row.power_law_error is not None else row.power_law_note
+            table.add_row(*map(_text, (row.sweep,) * several + (
+                row.run.name, num(row.fit_until, 0), str(row.evals), num(row.observed), num(row.predicted),
+                num(row.error), law)))
+        console.print(table)
+        console.print(_text(check.summary.describe()))
+    reasons: dict = {}
+    for sweep, run, why in check.unchecked:  # a failed fit's message is in the ranking table already
+        reasons.setdefault(why if run.fit_ok else "no usable fit", []).append(f"{sweep}/{run.name}")
+    for why, names in reasons.items():
+        console.print(Text(printable(f"no extrapolation check ({why}): {', '.join(names)}"), style="yellow"))
 
 
 def _text(value: str) -> Text:
