@@ -3,9 +3,11 @@
 Two things move a run's fitted A away from its variant's: what its own points carry (the sampling noise
 of each eval and the drift of the reward between evals, which a run's profile interval of A measures,
 rlscale.fit.run) and what differs between runs beyond that (the seed's luck in prompts, samples and
-updates). The run-to-run spread of A (the residual sd of the sweep's seed table, rlscale.fit.pairing)
-holds both; the share of the first is the median squared standard error of the runs' A over the spread's
-variance (at most 1). Verdicts name the larger share first.
+updates). The run-to-run spread of A (the within-variant seed sd pooled over the sweep, rlscale.fit.pairing)
+holds both; the share of the first is the median squared within-run standard error of the runs' A over the
+spread's variance (at most 1). Verdicts name the larger share first. Pairing by seed narrows the interval
+of a difference but does not say which source it cancelled (common random numbers cancel part of both),
+so the share is taken against the unpaired spread.
 
 The eval reward is a mean over prompts, and its standard error (``<y>_se``, written by the trainer over
 distinct prompts) falls as 1 / sqrt(distinct prompts), not as 1 / sqrt(samples): more samples of the same
@@ -27,13 +29,14 @@ NOISE_FRACTION_OF_MARGIN = 0.5
 
 
 def a_spread(runs: List[RunFit], pairing: bool) -> Optional[Spread]:
-    """The run-to-run spread of A over the identified runs of ``runs`` (paired where seeds are shared)."""
+    """The run-to-run spread of A over the identified runs of ``runs``: the within-variant seed sd, seed
+    effects included (the paired spread where no variant has two seeds)."""
     values: Dict[str, Dict] = {}
-    for r in runs:
+    for i, r in enumerate(runs):
         if r.fitted and r.A_identified is not False and r.A is not None:
-            values.setdefault(r.variant, {})[r.seed] = r.A
+            values.setdefault(r.variant, {})[r.seed if r.seed is not None else (r.variant, i)] = r.A
     table = SeedTable.of(values, pairing)
-    return table.paired if table.paired is not None else table.unpaired
+    return table.unpaired if table.unpaired is not None else table.paired
 
 
 def eval_noise(runs: List[RunFit], sweep: str, margin: float, pairing: bool = True) -> Optional[EvalNoise]:

@@ -98,7 +98,7 @@ def test_eval_noise_share_and_cure_in_distinct_prompts():
                    eval_se=0.02, eval_prompts=58)
             for v, seeds in {"x": (0.60, 0.62, 0.64), "y": (0.58, 0.61, 0.66)}.items() for s, a in enumerate(seeds)]
     noise = eval_noise(runs, "s", 0.02)
-    spread = SeedTable.of({"x": {0: 0.60, 1: 0.62, 2: 0.64}, "y": {0: 0.58, 1: 0.61, 2: 0.66}}).paired
+    spread = SeedTable.of({"x": {0: 0.60, 1: 0.62, 2: 0.64}, "y": {0: 0.58, 1: 0.61, 2: 0.66}}).unpaired
     assert noise.share == pytest.approx(min(1.0, 0.01 ** 2 / spread.sd ** 2))
     assert noise.flagged is False  # a run's A has SE 0.01, half the margin
     assert noise.prompts_needed == pytest.approx(58)
