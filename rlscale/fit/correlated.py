@@ -14,7 +14,8 @@ parameters are estimated by restricted maximum likelihood (REML): the residuals 
 n - 3 directions orthogonal to the fit's Jacobian, which removes the part of the noise the sigmoid's A,
 B and C_mid absorbed (fitting absorbs slow drift, so plain residual autocorrelations underestimate it).
 phi runs over a grid (0 to 0.98); for each phi the likelihood is evaluated over a grid of drift shares
-through one eigendecomposition, with the total variance profiled out.
+through one eigendecomposition, with the total variance profiled out. Below MIN_DEGREES residual
+directions (a run of a dozen evals) an AR(1) fit is noise, and the residuals are taken as independent.
 
 ``inflation`` is what the estimated covariance does to the variance of A against the independent-noise
 formula: w' Sigma w / (s^2 w'w), with w the row of (J'J)^-1 J' that gives A and s^2 = SSE / (n - 3); at
@@ -42,7 +43,7 @@ from scipy.special import expit
 PHI_GRID = np.concatenate([np.linspace(0.0, 0.9, 19), [0.92, 0.94, 0.96, 0.98]])
 SHARE_GRID = np.linspace(0.0, 1.0, 41)
 DRIFT_GRID = np.concatenate([[0.0], np.geomspace(1e-3, 10.0, 40)])  # drift variance / s^2, white variance known
-MIN_DEGREES = 4  # residual directions below which no correlation is estimated
+MIN_DEGREES = 10  # residual directions below which no correlation is estimated (an AR(1) fit to fewer is noise)
 
 
 @dataclass(frozen=True)
