@@ -54,11 +54,19 @@ class VariantFit:
 
     @property
     def unidentified(self) -> str:
-        """Why A is not identified in some seed, naming the seed ("" when it is in all)."""
+        """Why the variant's A is not identified ("" when it is): a seed whose A is at the edge of its range or
+        whose curve has not bent (named), or more than half its seeds with an interval that reaches the edge
+        (rlscale.fit.run)."""
         for r in self.runs:
-            if r.A_identified is False:
+            if r.A_identified is False and not r.A_interval_open:
                 reason = r.A_identified_reason or NOT_IDENTIFIED
                 return reason if len(self.runs) == 1 or r.seed is None else f"seed {r.seed}: {reason}"
+        open_ = [r for r in self.runs if r.A_interval_open]
+        if 2 * len(open_) > len(self.runs):
+            reason = open_[0].A_identified_reason
+            if len(self.runs) == 1:
+                return reason
+            return f"seeds {', '.join(str(r.seed) for r in open_)} of {len(self.runs)}: {reason}"
         return ""
 
     def refits(self, a: float, settings: FitSettings) -> List[Optional[SigmoidParams]]:

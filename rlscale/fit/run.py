@@ -21,8 +21,10 @@ same covariance (rlscale.fit.bootstrap). RunFit keeps the estimate (``noise_phi`
 
 A identified (RunFit.A_identified). A fitted run's A is not identified, and the comparisons keep it out
 of "highest A", of the fixed-A mean and of the top rank (rlscale.fit.compare), when
-- its point estimate or interval reaches the edge of A's range (fast: [0, 1] or ``a_bounds``; paper: the
-  A grid): the data put no bound on the ceiling there; or
+- its point estimate is at the edge of A's range (fast: [0, 1] or ``a_bounds``; paper: the A grid); or
+- its interval reaches that edge (``A_interval_open``): the data put no bound on the ceiling there; a
+  variant of several seeds is still compared when at most half its seeds are so (rlscale.fit.compare),
+  since the comparison rests on the spread of the seeds' estimates, not on each run's interval; or
 - the run ends before its curve bends: at the last fitted point the fitted curve has made less than
   BEND_FRACTION (half) of its rise R0 -> A, i.e. the last point is below C_mid, so A is an extrapolation of
   the lower half of a sigmoid (the paper's LOO runs end at ~97 % of theirs).
@@ -60,6 +62,7 @@ N_PARAMS = 3
 FLAT_SIGMAS = 2.0
 BEND_FRACTION = 0.5
 EXTRAP_EVALS = 3
+INTERVAL_OPEN = "A's interval reaches the edge of its range"
 
 
 def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
@@ -95,6 +98,7 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     _add_uncertainty(run, x, y, space, params, settings, float(np.mean(se ** 2)) if se.size else None)
     run.A_identified_reason = _unidentified(run, x, space)
     run.A_identified = not run.A_identified_reason
+    run.A_interval_open = run.A_identified_reason.startswith(INTERVAL_OPEN)
     _add_extrapolation(run, curve, window, notes)
     run.power_law = _power_law(x, y, run, settings)
     if curve.pruned:
@@ -179,14 +183,20 @@ def _edge_notes(params: SigmoidParams, space: SearchSpace) -> List[str]:
 
 
 def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace) -> str:
-    """Why A is not identified (module docstring), or "" when it is."""
-    values = [v for v in (run.A, run.A_lo, run.A_hi) if v is not None]
-    if any(np.isclose(v, space.a_lo, atol=1e-6) or np.isclose(v, space.a_hi, atol=1e-6) for v in values):
-        return f"A's interval reaches the edge of its range [{space.a_lo:g}, {space.a_hi:g}]"
+    """Why A is not identified (module docstring), or "" when it is; a reason that starts with INTERVAL_OPEN
+    means only the interval reaches the edge (the point estimate is inside and the curve has bent)."""
+
+    def at_edge(v: float) -> bool:
+        return bool(np.isclose(v, space.a_lo, atol=1e-6) or np.isclose(v, space.a_hi, atol=1e-6))
+
+    if at_edge(run.A):
+        return f"A at the edge of its range [{space.a_lo:g}, {space.a_hi:g}]"
     reached = float(sigmoid(x[-1], 0.0, 1.0, run.B, run.C_mid))
     if reached < BEND_FRACTION:
         return (f"the run ends before its curve bends: {reached:.0%} of the rise at the last fitted point "
                 f"(C_mid {run.C_mid:.4g} > {x[-1]:.4g})")
+    if any(at_edge(v) for v in (run.A_lo, run.A_hi) if v is not None):
+        return f"{INTERVAL_OPEN} [{space.a_lo:g}, {space.a_hi:g}]"
     return ""
 
 

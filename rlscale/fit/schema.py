@@ -114,8 +114,9 @@ class RunFit:
     """One run's fit. ``status`` is "ok" or a reason class (no_data, too_few_points, flat, diverging,
     invalid, failed) with a one-line ``message``. ``points_x``/``points_y`` are all eval points and
     ``points_t`` their position on the deterministic axis ``t_axis`` (flops, else step) on which the window
-    is decided (rlscale.fit.window). ``A_identified`` is False, with ``A_identified_reason``, when A's
+    is decided (rlscale.fit.window). ``A_identified`` is False, with ``A_identified_reason``, when A or its
     interval reaches the edge of its range or the run ends before its curve bends (rlscale.fit.run);
+    ``A_interval_open`` when only the interval does;
     ``eval_se`` is the median standard error of the fitted evals (``<y>_se``), ``eval_samples`` the
     median ``val_samples`` and ``eval_prompts`` the median ``val_prompts`` (distinct eval prompts), when the
     run reports them. ``noise_*`` and ``A_inflation`` describe the residual covariance
@@ -153,6 +154,7 @@ class RunFit:
     seed_std_B: Optional[float] = None
     A_identified: Optional[bool] = None
     A_identified_reason: str = ""
+    A_interval_open: Optional[bool] = None
     eval_se: Optional[float] = None
     eval_samples: Optional[float] = None
     eval_prompts: Optional[float] = None
@@ -181,7 +183,7 @@ class RunFit:
                    "extrap_abs_err", "seed_std_A", "seed_std_B", "status", "message", "run_path", "cutoff_rule",
                    "extrap_x", "extrap_observed", "extrap_predicted", "A_identified",
                    "A_identified_reason", "eval_se", "eval_samples", "t_axis", "eval_prompts", "noise_phi",
-                   "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals")
+                   "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals", "A_interval_open")
 
 
 @dataclass(frozen=True)

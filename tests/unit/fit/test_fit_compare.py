@@ -68,16 +68,33 @@ def test_a_not_identified_is_never_ranked_first_nor_in_the_fixed_a(tmp_path):
     assert late.A_identified is False and "before its curve bends" in late.A_identified_reason
     edge = next(r for r in fitted.runs if r.variant == "edge")
     assert edge.A == pytest.approx(1.0) and edge.A_identified is False
-    assert edge.A_identified_reason == "A's interval reaches the edge of its range [0, 1]"
+    assert edge.A_identified_reason == "A at the edge of its range [0, 1]" and not edge.A_interval_open
     assert next(r for r in fitted.runs if r.variant == "base").A_identified is True
     rank = {c.variant: c for c in fitted.comparison if c.kind == "rank"}
     assert rank["base"].rank == 1 and rank["late"].rank is None and rank["late"].reason == "A not identified"
-    assert rank["edge"].rank is None and rank["edge"].note.startswith("not ranked: A's interval reaches the edge")
+    assert rank["edge"].rank is None and rank["edge"].note.startswith("not ranked: A at the edge")
     loo = {c.variant: c for c in fitted.comparison if c.kind == "loo"}
     assert loo["late"].A_fixed == pytest.approx(0.61, abs=1e-4)  # the base alone
     assert (loo["late"].verdict, loo["late"].reason, loo["late"].needs) == ("unresolved", "A not identified",
                                                                            "more compute")
     assert loo["late"].verdict_text == "unresolved (A not identified): more compute"
+
+
+def test_a_variant_is_compared_while_at_most_half_its_seeds_have_an_open_interval():
+    from rlscale.fit.compare import VariantFit
+    from rlscale.fit.schema import RunFit
+
+    def run(seed, open_):
+        return RunFit(sweep="s", variant="v", seed=seed, status="ok", A=0.6, B=2.0, C_mid=1.0,
+                      A_identified=not open_, A_interval_open=open_,
+                      A_identified_reason="A's interval reaches the edge of its range [0, 1]" if open_ else "")
+
+    assert VariantFit("s", "v", [run(0, True), run(1, False), run(2, False)]).unidentified == ""
+    assert VariantFit("s", "v", [run(0, True), run(1, True), run(2, False)]).unidentified.startswith("seeds 0, 1 of 3")
+    assert VariantFit("s", "v", [run(0, True)]).unidentified.startswith("A's interval reaches")
+    bent_late = RunFit(sweep="s", variant="v", seed=3, status="ok", A=0.6, B=2.0, C_mid=1.0, A_identified=False,
+                       A_interval_open=False, A_identified_reason="the run ends before its curve bends")
+    assert VariantFit("s", "v", [run(0, False), bent_late]).unidentified == "seed 3: the run ends before its curve bends"
 
 
 def _ranked_sweep(rng, n_variants, n_seeds):
