@@ -228,7 +228,8 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=20, help="LOO sweeps per seed spread")
     parser.add_argument("--null-axes", type=int, default=NULL_AXES)
     parser.add_argument("--n-boot", type=int, default=20, help="bootstrap resamples (B's interval only)")
-    parser.add_argument("--quick", action="store_true", help="smoke run (about a minute): 15 runs, 2 sweeps, 1 and 3 seeds")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run (about a minute): 15 runs, 2 sweeps, 1 and 3 seeds")
     parser.add_argument("--out", type=Path, default=None, help="also write the tables here (markdown)")
     args = parser.parse_args()
     seeds = (1, 3) if args.quick else SEEDS
