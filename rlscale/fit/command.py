@@ -71,8 +71,8 @@ def fit_command(
                       "--predict-at": (predict_at, NON_NEGATIVE)})
         if out is not None and out.exists() and not out.is_dir():
             raise UsageError(f"--out {out} is a file; it names the output folder")
-        cut_abs, cut_frac = _amount(min_compute, "--min-compute")
-        until_abs, until_frac = _amount(fit_until, "--fit-until")
+        cut_abs, cut_frac = compute_amount(min_compute, "--min-compute")
+        until_abs, until_frac = compute_amount(fit_until, "--fit-until")
         c_grid = list(_grid(c_mid_grid, "--c-mid-grid", integer_last=True)) if c_mid_grid else None
         settings = FitSettings(x=x, y=y, method=method, margin=margin, fit_until=until_abs, fit_until_frac=until_frac,
                                predict_at=list(predict_at or []), ci_level=ci, n_boot=n_boot, seed=seed, r0=r0,
@@ -98,7 +98,7 @@ def fit_command(
     raise typer.Exit(0)
 
 
-def _amount(text: Optional[str], option: str) -> Tuple[Optional[float], Optional[float]]:
+def compute_amount(text: Optional[str], option: str) -> Tuple[Optional[float], Optional[float]]:
     """'C' -> (C, None); 'P%' -> (None, P / 100)."""
     if text is None:
         return None, None

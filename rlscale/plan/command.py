@@ -8,18 +8,21 @@ from typing import Optional
 
 import typer
 
-from rlscale.fit.command import X_CHOICES
+from rlscale.fit.command import X_CHOICES, UsageError, compute_amount
 from rlscale.options import choices
 
 
 def plan_command(
     results_dir: Path = typer.Argument(Path("results"), help="Results folder (a sweep folder or a root)."),
     budget: float = typer.Option(..., "--budget", help="Compute budget C, in the fit's x unit (see --x)."),
-    x: str = typer.Option("auto", "--x", metavar=choices(X_CHOICES), help="Compute unit of the fits and of C (as rlscale fit's --x)."),
+    x: str = typer.Option("auto", "--x", metavar=choices(X_CHOICES),
+                          help="Compute unit of the fits and of C (as rlscale fit's --x)."),
     y: str = typer.Option("val_reward", "--y", help="Eval metric (as rlscale fit's --y)."),
     margin: float = typer.Option(0.02, "--margin", help="Margin on the predicted reward for ties (paper: 0.02)."),
     n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples for one-seed variants (0: none)."),
     ci: float = typer.Option(0.95, "--ci", help="Interval level."),
+    fit_until: Optional[str] = typer.Option(None, "--fit-until", help="Plan from the evals up to C or P% of each "
+                                            "run (Section 5: fit at half the target budget)."),
     out: Optional[Path] = typer.Option(None, "--out", help="plan.json's folder (default: RESULTS_DIR)."),
 ) -> None:
     """Plan a budget from the fitted curves: the variant(s) with the highest predicted reward at C (ties when
@@ -39,10 +42,12 @@ def plan_command(
     if not results_dir.exists():
         typer.echo(f"error: {results_dir}: no such folder", err=True)
         raise typer.Exit(2)
-    settings = FitSettings(x=x, y=y, margin=margin, n_boot=n_boot, ci_level=ci, predict_at=[budget])
     try:
+        until_abs, until_frac = compute_amount(fit_until, "--fit-until")
+        settings = FitSettings(x=x, y=y, margin=margin, n_boot=n_boot, ci_level=ci, predict_at=[budget],
+                               fit_until=until_abs, fit_until_frac=until_frac)
         results = fit_results(results_dir, settings)
-    except SourceError as err:
+    except (SourceError, UsageError) as err:
         typer.echo(f"error: {' '.join(str(err).split())}", err=True)
         raise typer.Exit(2)
     sweeps = {run.sweep: read_sweep_json(Path(run.run_path).parent) for run in results.runs}

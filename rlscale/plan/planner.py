@@ -78,7 +78,7 @@ class SweepPlan:
     """The plan of one sweep at ``budget``. ``best`` is the top tier (several names: a tie);
     ``scaling_keys`` the overrides that vary among its variants when they include a scaling axis, and
     ``best_setting`` their values in the top tier. ``observed_min`` and ``observed_max`` are the smallest
-    and largest compute the ranked runs reached (each run's last eval), ``warning`` says when the
+    and largest compute the ranked runs' fits saw (each run's last eval, or ``fit_until`` with --fit-until), ``warning`` says when the
     budget lies far beyond them or below them ("" otherwise)."""
 
     sweep: str
@@ -108,6 +108,12 @@ def plan_sweeps(runs: Sequence[RunFit], sweeps: Dict[str, dict], settings: FitSe
     return plans
 
 
+def _fitted_up_to(run: RunFit) -> float:
+    """The compute a run's fit saw: its last eval, or ``fit_until`` when the fit stopped before it."""
+    last = max(run.points_x)
+    return min(run.fit_until, last) if run.fit_until is not None else last
+
+
 def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settings: FitSettings,
           budget: float) -> SweepPlan:
     settings_of = variant_settings(record)
@@ -120,7 +126,7 @@ def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settin
                                                               for k in scaling})
             for tier, group in enumerate(groups, start=1) for p in group]
     best = [row for row in rows if row.tier == 1]
-    reached = [max(r.points_x) for p in predictions for r in p.runs if r.points_x]
+    reached = [_fitted_up_to(r) for p in predictions for r in p.runs if r.points_x]
     low, high = min(reached), max(reached)
     return SweepPlan(sweep=sweep, budget=budget, x=settings.x, best=[r.variant for r in best], variants=rows,
                      crossovers=crossovers(predictions, budget), scaling_keys=scaling,

@@ -26,9 +26,9 @@ def results(tmp_path_factory) -> Path:
     return root
 
 
-def _plan(root: Path, budget: str):
+def _plan(root: Path, budget: str, *options: str):
     """The printed lines of ``rlscale plan ROOT --budget BUDGET`` and the sweep of the plan.json it wrote."""
-    out = CliRunner().invoke(app, ["plan", str(root), "--budget", budget, "--n-boot", "0"],
+    out = CliRunner().invoke(app, ["plan", str(root), "--budget", budget, "--n-boot", "0", *options],
                              env={"COLUMNS": "400"})
     assert out.exit_code == 0, out.output
     (sweep,) = json.loads((root / "plan.json").read_text())["sweeps"]
@@ -65,3 +65,14 @@ def test_crossovers_print_at_most_one_line_per_variant(results):
                      f"up to 16,000); plan.json lists them all"]
     first = min((c for c in sweep["crossovers"] if c["x"] > OBSERVED), key=lambda c: c["x"])
     assert any(line.startswith(f"{first['after']}: overtakes {first['before']} at ") for line in crossing), crossing
+
+
+def test_a_plan_from_half_the_compute_counts_only_what_its_fits_saw(results):
+    """Section 5 fits at half the target budget: with --fit-until 50% the observed range is the fitted half,
+    so the full budget is within 4x of it, and 64,000 (8x the half) is warned."""
+    lines, sweep = _plan(results, "16000", "--fit-until", "50%")
+    assert sweep["observed_max"] == pytest.approx(OBSERVED / 2) and sweep["warning"] == ""
+    _, far = _plan(results, "64000", "--fit-until", "50%")
+    assert "8x the largest observed compute" in far["warning"]
+    out = CliRunner().invoke(app, ["plan", str(results), "--budget", "16000", "--fit-until", "half"])
+    assert out.exit_code == 2 and "--fit-until takes a compute value or a percentage" in out.output
