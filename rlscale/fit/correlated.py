@@ -90,7 +90,8 @@ def estimate_residual_noise(jac: np.ndarray, residuals: np.ndarray,
     n = residuals.size
     dof = n - jac.shape[1]
     s2 = float(residuals @ residuals) / max(dof, 1)
-    if dof < MIN_DEGREES or s2 <= 0:
+    degenerate = not np.isfinite(jac).all() or np.linalg.matrix_rank(jac) < jac.shape[1]  # a flat Jacobian
+    if dof < MIN_DEGREES or s2 <= 0 or degenerate:
         return ResidualNoise.independent(s2)
     basis, _ = np.linalg.qr(jac, mode="complete")
     q = basis[:, jac.shape[1]:]
