@@ -70,8 +70,9 @@ def test_slurm_array_sweep_with_a_requeued_task(slurm_cluster, tmp_path, monkeyp
     # sends before a time limit, which submitit turns into checkpoint() + requeue
     wait_for(lambda: min(last_train_step(sweep_dir / r) for r in ("scalerl", "loss_dapo")) >= 4, 900,
              "scalerl and loss_dapo to pass their first checkpoints")
-    subprocess.run(["scontrol", "requeue", jobs["scalerl"]], check=True, timeout=60)
+    # the signal first: it must reach a task that is still training, while scontrol requeues a task in any state
     subprocess.run(["scancel", "--signal=USR2", jobs["loss_dapo"]], check=True, timeout=60)
+    subprocess.run(["scontrol", "requeue", jobs["scalerl"]], check=True, timeout=60)
     refs = refs_under(sweep_dir)
     rows = wait_for(lambda: (rows := collect(refs)) and all(r.finished for r in rows) and rows, 1800,
                     "every run to finish", every_s=5)
