@@ -293,7 +293,7 @@ def main() -> None:
               for what, value, target, ok in checks]
 
     cpu = time.process_time() - start
-    head = [f"# verdict_bench: coverage of A's interval and LOO verdicts under drift, binomial and clustered "
+    head = ["# verdict_bench: coverage of A's interval and LOO verdicts under drift, binomial and clustered "
             "eval noise and shared seed effects", "",
             f"{datetime.now(timezone.utc):%Y-%m-%d}, {_cpu_model()} ({platform.machine()}), commit {commit}; fast "
             f"method, --n-boot {args.n_boot}, {n_runs} runs per noise model, {n_sweeps} sweeps of "

@@ -45,7 +45,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 from scipy.stats import norm
 
-from rlscale.fit.bootstrap import bootstrap_ci, refit_resamples, resample_curves
+from rlscale.fit.bootstrap import bootstrap_ci, resample_curves
 from rlscale.fit.correlated import ResidualNoise, estimate_residual_noise, jacobian
 from rlscale.fit.curves import Curve
 from rlscale.fit.fast import fit_fast
