@@ -28,12 +28,18 @@ from rlscale.fit.schema import EvalNoise, RunFit
 NOISE_FRACTION_OF_MARGIN = 0.5
 
 
+def comparable(run: RunFit) -> bool:
+    """A fitted run whose A is identified, or bounded but for its interval's edge (rlscale.fit.run), as the
+    comparisons take it."""
+    return run.fitted and (run.A_identified is not False or bool(run.A_interval_open))
+
+
 def a_spread(runs: List[RunFit], pairing: bool) -> Optional[Spread]:
     """The run-to-run spread of A over the identified runs of ``runs``: the within-variant seed sd, seed
     effects included (the paired spread where no variant has two seeds)."""
     values: Dict[str, Dict] = {}
     for i, r in enumerate(runs):
-        if r.fitted and r.A_identified is not False and r.A is not None:
+        if comparable(r) and r.A is not None:
             values.setdefault(r.variant, {})[r.seed if r.seed is not None else (r.variant, i)] = r.A
     table = SeedTable.of(values, pairing)
     return table.unpaired if table.unpaired is not None else table.paired
@@ -42,7 +48,7 @@ def a_spread(runs: List[RunFit], pairing: bool) -> Optional[Spread]:
 def eval_noise(runs: List[RunFit], sweep: str, margin: float, pairing: bool = True) -> Optional[EvalNoise]:
     """The eval precision of ``sweep``'s fitted runs; None when none has an interval on A."""
     members = [r for r in runs if r.sweep == sweep and r.fitted]
-    a_ses = [r.A_se_within for r in members if r.A_se_within is not None and r.A_identified is not False]
+    a_ses = [r.A_se_within for r in members if r.A_se_within is not None and comparable(r)]
     if not a_ses:
         return None
     ses = [r.eval_se for r in members if r.eval_se is not None]
