@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Tuple
 
 from rlscale.fit.forms import SigmoidParams
 from rlscale.fit.noise import eval_noise
-from rlscale.fit.pairing import SeedTable, Spread, Values
+from rlscale.fit.differences import Pooled
+from rlscale.fit.pairing import SeedTable, Values
 from rlscale.fit.ranking import tiers
 from rlscale.fit.run import refit_with_a
 from rlscale.fit.schema import (BASE, MORE_COMPUTE, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
@@ -134,7 +135,7 @@ class Sweep:
         borrowed = SeedTable(values=values, paired=table.paired, unpaired=table.unpaired, pairing=table.pairing)
         return borrowed.difference(p.variant, q.variant, self.settings.ci_level)
 
-    def spread_a(self, p: VariantFit, q: VariantFit) -> Optional[Spread]:
+    def spread_a(self, p: VariantFit, q: VariantFit) -> Optional[Pooled]:
         return self.table().spread_for(p.variant, q.variant)
 
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import statistics
 from typing import Dict, List, Optional
 
-from rlscale.fit.pairing import SeedTable, Spread, variance_share
+from rlscale.fit.differences import Pooled
+from rlscale.fit.pairing import SeedTable, variance_share
 from rlscale.fit.schema import EvalNoise, RunFit
 
 NOISE_FRACTION_OF_MARGIN = 0.5
@@ -34,7 +35,7 @@ def comparable(run: RunFit) -> bool:
     return run.fitted and (run.A_identified is not False or bool(run.A_interval_open))
 
 
-def a_spread(runs: List[RunFit], pairing: bool) -> Optional[Spread]:
+def a_spread(runs: List[RunFit], pairing: bool) -> Optional[Pooled]:
     """The run-to-run spread of A over the identified runs of ``runs``: the within-variant seed sd, seed
     effects included (the paired spread where no variant has two seeds)."""
     values: Dict[str, Dict] = {}

@@ -34,18 +34,11 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 from scipy.stats import t as student_t
 
+from rlscale.fit.differences import Pooled
 from rlscale.fit.schema import Difference
 
 Values = Dict[object, float]  # seed (int; another key for a run without a seed, never shared) -> value
 PAIRED, UNPAIRED, NONE = "paired", "unpaired", "none"
-
-
-@dataclass(frozen=True)
-class Spread:
-    """A run-to-run standard deviation and its degrees of freedom."""
-
-    sd: float
-    df: int
 
 
 @dataclass(frozen=True)
@@ -54,15 +47,15 @@ class SeedTable:
     (within-variant seed sd, pooled)."""
 
     values: Dict[str, Values]
-    paired: Optional[Spread]
-    unpaired: Optional[Spread]
+    paired: Optional[Pooled]
+    unpaired: Optional[Pooled]
     pairing: bool
 
     @classmethod
     def of(cls, values: Dict[str, Values], pairing: bool = True) -> "SeedTable":
         finite = {v: {s: x for s, x in seeds.items() if math.isfinite(x)} for v, seeds in values.items()}
         return cls(values=finite, paired=_additive_spread(finite) if pairing else None,
-                   unpaired=_within_spread(finite), pairing=pairing)
+                   unpaired=Pooled.of([list(v.values()) for v in finite.values()]), pairing=pairing)
 
     def common(self, p: str, q: str) -> Tuple[Optional[int], ...]:
         seeds = set(self.values.get(p, {})) & set(self.values.get(q, {}))
@@ -89,7 +82,7 @@ class SeedTable:
         half = _t(level, self.unpaired.df) * self.unpaired.sd * math.sqrt(1 / len(vp) + 1 / len(vq))
         return Difference(value, value - half, value + half, source)
 
-    def spread_for(self, p: str, q: str) -> Optional[Spread]:
+    def spread_for(self, p: str, q: str) -> Optional[Pooled]:
         """The spread behind the interval of p - q (paired or unpaired)."""
         paired = self.pairing and self.common(p, q) and (self.paired is not None or self.unpaired is None)
         return self.paired if paired else self.unpaired
@@ -99,15 +92,7 @@ def _t(level: float, df: int) -> float:
     return float(student_t.ppf((1 + level) / 2, df))
 
 
-def _within_spread(values: Dict[str, Values]) -> Optional[Spread]:
-    groups = [list(v.values()) for v in values.values() if len(v) >= 2]
-    df = sum(len(g) - 1 for g in groups)
-    if df == 0:
-        return None
-    return Spread(sd=math.sqrt(sum(statistics.variance(g) * (len(g) - 1) for g in groups) / df), df=df)
-
-
-def _additive_spread(values: Dict[str, Values]) -> Optional[Spread]:
+def _additive_spread(values: Dict[str, Values]) -> Optional[Pooled]:
     """The residual sd of value[v, s] = mu_v + sigma_s + e_vs over every (variant, seed) with a seed."""
     cells = [(v, s, x) for v, seeds in values.items() for s, x in seeds.items() if isinstance(s, int)]
     variants = sorted({v for v, _, _ in cells})
@@ -125,10 +110,10 @@ def _additive_spread(values: Dict[str, Values]) -> Optional[Spread]:
     if df <= 0:
         return None
     residual = y - design @ coef
-    return Spread(sd=math.sqrt(float(residual @ residual) / df), df=df)
+    return Pooled(sd=math.sqrt(float(residual @ residual) / df), df=df)
 
 
-def variance_share(within: Sequence[float], spread: Optional[Spread]) -> Optional[float]:
+def variance_share(within: Sequence[float], spread: Optional[Pooled]) -> Optional[float]:
     """The share of the run-to-run variance that the runs' own fits account for (eval noise and drift within
     a run): the median squared standard error of the runs' A over the spread's variance, at most 1."""
     if spread is None or not within or spread.sd <= 0:

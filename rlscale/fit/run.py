@@ -78,7 +78,8 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
         notes.append(f"no eval at x=0: R0 from the first eval (x={curve.x[0]:.4g})")
     x, y, window = window_points(run, settings)
     run.cutoff, run.cutoff_rule, run.fit_until, run.n_points = window.cutoff, window.rule, window.fit_until, x.size
-    run.eval_se, run.eval_samples = _median(curve.se[_mask(curve, window)]), _median(curve.samples)
+    se = curve.se[_mask(curve, window)]
+    run.eval_se, run.eval_samples = _median(se), _median(curve.samples)
     run.eval_prompts = _median(curve.prompts)
     if x.size < N_PARAMS:
         return _finish(run, "too_few_points", [f"{x.size} point(s) in the fit window, need >= {N_PARAMS}"] + notes)
@@ -93,7 +94,6 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     if status != "ok":
         return _finish(run, status, [verdict] + notes)
     notes += _edge_notes(params, space)
-    se = curve.se[_mask(curve, window)]
     se = se[np.isfinite(se)]
     _add_uncertainty(run, x, y, space, params, settings, float(np.mean(se ** 2)) if se.size else None)
     run.A_identified_reason = _unidentified(run, x, space)
