@@ -17,7 +17,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rlscale.report.command import report_command
+from rlscale.cli.report import report_command
 from rlscale.report.synthetic import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
 
 CHROMIUM = Path("/usr/bin/chromium")

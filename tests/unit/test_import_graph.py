@@ -17,8 +17,8 @@ The layers, lowest first (a module imports from its own package or from a lower 
 6. ``fit``: sigmoid fits of run folders.
 7. ``sweep`` (runs many ``train`` runs, prunes with ``fit``) and ``plan`` (reads fits), side by side.
 8. ``report``.
-9. the command line: ``rlscale.cli`` and every package's ``command`` module (and ``train.__main__``); the
-   commands may share option choices among themselves.
+9. the command line: ``rlscale.cli``, one module per command (and ``train.__main__``). No other package
+   imports a command.
 
 ``config`` holds the option names of every axis (``config.registry``), so validation reads no package above
 it; ``tracking`` (the experiment-tracking sinks) reads its logger names there, so it sits just above
@@ -45,8 +45,6 @@ LAYERS: Dict[str, float] = {
     "rlscale.report": 8,
     "rlscale.cli": 9, "rlscale.train.__main__": 9,
 }
-CLI = 9
-COMMAND_MODULE = "command"
 
 
 def module_names(root: Path = PACKAGE) -> Dict[str, Path]:
@@ -124,8 +122,6 @@ def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
 
 
 def layer_of(module: str) -> float:
-    if module.rsplit(".", 1)[-1] == COMMAND_MODULE:
-        return CLI
     prefixes = [p for p in LAYERS if module == p or module.startswith(p + ".")]
     if not prefixes:
         raise KeyError(f"{module}: no layer; add its package to LAYERS")
@@ -138,12 +134,12 @@ def package_of(module: str) -> str:
 
 def upward_imports(graph: Dict[str, Set[str]]) -> List[str]:
     """Imports between packages that do not go down the layers: to a higher layer, or sideways to another
-    package of the same layer (the command modules excepted)."""
+    package of the same layer."""
     bad = []
     for source, targets in sorted(graph.items()):
         for target in sorted(targets):
             low, high = layer_of(target), layer_of(source)
-            if package_of(source) == package_of(target) or low < high or low == high == CLI:
+            if package_of(source) == package_of(target) or low < high:
                 continue
             bad.append(f"{source} (layer {layer_of(source)}) imports {target} (layer {layer_of(target)})")
     return bad
@@ -178,11 +174,13 @@ def test_the_real_graph_with_a_planted_cycle_fails():
 
 def test_an_import_against_the_flow_is_found():
     graph = {"rlscale.engines.learners.torch_learner": {"rlscale.train.batch", "rlscale.core.types"},
-             "rlscale.rl.losses": {"rlscale.tasks.base"}, "rlscale.plan.command": {"rlscale.fit.command"},
-             "rlscale.train.loop": {"rlscale.engines.learners.torch_learner"}}
+             "rlscale.rl.losses": {"rlscale.tasks.base"}, "rlscale.cli.plan": {"rlscale.cli.fit"},
+             "rlscale.train.loop": {"rlscale.engines.learners.torch_learner"},
+             "rlscale.sweep.job": {"rlscale.cli.run", "rlscale.train.entry"}}
     assert upward_imports(graph) == [
         "rlscale.engines.learners.torch_learner (layer 4) imports rlscale.train.batch (layer 5)",
         "rlscale.rl.losses (layer 3) imports rlscale.tasks.base (layer 3)",
+        "rlscale.sweep.job (layer 7) imports rlscale.cli.run (layer 9)",
     ]
 
 

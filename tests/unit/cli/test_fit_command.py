@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rlscale.fit.command import fit_command
+from rlscale.cli.fit import fit_command
 from rlscale.fit.schema import FitResults
 from rlscale.fit.synthetic import TABLE1, synthetic_curve, write_run
 

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from rlscale.fit.schema import FITS_JSON, FitResults
-from rlscale.report.command import report_command
+from rlscale.cli.report import report_command
 from rlscale.report.inputs import stale_reason
 from rlscale.report.synthetic import XSS_NAME, synthetic_plan, write_results
 

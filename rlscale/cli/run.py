@@ -82,7 +82,7 @@ def _describe(overrides: List[str], config_name: str, part: Optional[str]) -> st
 
 
 def _multirun(overrides: List[str], config_name: str, force: bool) -> None:
-    from rlscale.sweep.command import sweep_command
+    from rlscale.cli.sweep import sweep_command
     from rlscale.sweep.multirun import write_multirun_spec
     from rlscale.sweep.spec import SpecError
 

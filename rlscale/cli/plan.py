@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from rlscale.fit.command import X_CHOICES, UsageError, compute_amount
+from rlscale.cli.fit import X_CHOICES, UsageError, compute_amount
 from rlscale.options import choices
 
 

@@ -1,4 +1,5 @@
-"""The ``rlscale`` console script. Each command lives beside the package it drives; this module only
+"""The ``rlscale`` console script. Each command has its module here (``run``, ``sweep`` with ``status``,
+``fit``, ``report``, ``plan``); the domain packages they drive import none of them. This module only
 registers them, so ``rlscale --help`` stays fast."""
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from typing import Callable
 
 import typer
 
+from rlscale.cli.fit import fit_command
+from rlscale.cli.plan import plan_command
+from rlscale.cli.report import report_command
+from rlscale.cli.run import run_command
+from rlscale.cli.sweep import status_command, sweep_command
 from rlscale.config.registry import axes_help
-from rlscale.fit.command import fit_command
-from rlscale.plan.command import plan_command
-from rlscale.report.command import report_command
-from rlscale.sweep.command import status_command, sweep_command
-from rlscale.train.command import run_command
 
 
 def one_line_errors(command: Callable) -> Callable:
@@ -62,6 +63,3 @@ app.command("status")(one_line_errors(status_command))
 app.command("fit")(one_line_errors(fit_command))
 app.command("report")(one_line_errors(report_command))
 app.command("plan")(one_line_errors(plan_command))
-
-if __name__ == "__main__":
-    app()
