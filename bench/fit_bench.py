@@ -23,7 +23,7 @@ from rlscale.fit.fast import fit_fast
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.schema import FitSettings
 from rlscale.fit.space import search_space
-from rlscale.fit.synthetic import TABLE1, synthetic_curve, write_run
+from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 from rlscale.fit.window import fit_window
 
 

@@ -40,7 +40,7 @@ from rlscale.fit.predict import predict_variants, predicted_tiers
 from rlscale.fit.pruning import decide
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitSettings
-from rlscale.fit.synthetic import R0, TABLE1, CurveSpec, sweep_curves, truncated
+from rlscale.testing.curves import R0, TABLE1, CurveSpec, sweep_curves, truncated
 
 BUDGET = 16000.0
 RUNGS = (0.25, 0.5)

@@ -1,6 +1,6 @@
 """Benchmark of ``rlscale report --html`` (target: a report of 200 runs in under 30 s on 2 cores).
 
-Builds synthetic results trees (rlscale.report.synthetic: Eq.-1 curves of ScaleRL, train lines with every
+Builds synthetic results trees (rlscale.testing.results_tree: Eq.-1 curves of ScaleRL, train lines with every
 diagnostic, failed and diverged runs, fits.json newer than the metrics so no refit happens), then times
 the command as a user runs it (a fresh process, imports included) and, in-process, its two stages: reading
 the results and drawing the figures plus writing the page. Prints a markdown table.
@@ -23,7 +23,7 @@ from rlscale.report.build import write_report
 from rlscale.report.inputs import load_fits
 from rlscale.report.model import load_report
 from rlscale.report.pool import workers
-from rlscale.report.synthetic import synthetic_plan, write_results
+from rlscale.testing.results_tree import synthetic_plan, write_results
 
 LIMIT_S = 30.0
 

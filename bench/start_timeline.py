@@ -70,7 +70,8 @@ def install() -> None:
     from rlscale.engines.compile_cost import STALLS
     from rlscale.engines.generators import graph_decode, torch_generator
     from rlscale.engines.learners import torch_learner
-    from rlscale.train import components, loop, pipeline_workers, rollouts
+    from rlscale.train import components, loop, rollouts
+    from rlscale.train.offpolicy import pipeline_workers
 
     for name in ("build_task", "build_policy", "build_generator", "build_learner", "build_source"):
         timed(components, name, name, first=1)

@@ -2,7 +2,7 @@
 interval on single runs, and the LOO verdicts on synthetic sweeps with known truth.
 
 Every run is the ScaleRL row of Table 1 (C_mid 2542, B 1.92, A 0.610, R0 0.3) to 16k GPU-hours, its evals
-drawn as a trainer makes them (rlscale.fit.synthetic.EvalDraw), not as the fit assumes:
+drawn as a trainer makes them (rlscale.testing.curves.EvalDraw), not as the fit assumes:
 
 - **drift**: the true reward is Eq. 1 plus an AR(1) drift (correlation 0.9 between evals, stationary sd
   0.005 to 0.02) and each eval is binomial(n, p) / n with its SE sqrt(y (1 - y) / n) written on the curve;
@@ -60,7 +60,7 @@ from rlscale.fit.compare import compare  # noqa: E402
 from rlscale.fit.run import fit_curve  # noqa: E402
 from rlscale.fit.schema import (FINDINGS, LOWER_CEILING, LOWER_EFFICIENCY, NOT_IDENTIFIED, REASONS,  # noqa: E402
                                 UNRESOLVED, WITHIN_MARGIN, ComparisonRow, FitSettings, RunFit)
-from rlscale.fit.synthetic import TABLE1, EvalDraw, SeedSpread, drawn_curve, rise_x, seeded_loo_sweep  # noqa: E402
+from rlscale.testing.curves import TABLE1, EvalDraw, SeedSpread, drawn_curve, rise_x, seeded_loo_sweep  # noqa: E402
 from rlscale.fit.window import describe_rule  # noqa: E402
 
 SPEC = TABLE1["scalerl"]

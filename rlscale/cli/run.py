@@ -28,7 +28,7 @@ def run_command(
 ) -> None:
     """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json)."""
     from rlscale.config import ConfigError
-    from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
+    from rlscale.paths import add_config_dir
     from rlscale.results.names import printable
     from rlscale.results.status import read_status
     from rlscale.train.entry import prepare_run_dir, start_over, train_run_dir

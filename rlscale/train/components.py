@@ -24,7 +24,8 @@ from rlscale.rl import LossSpec, NoPositiveResamplingPool
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.train.compute import ComputeMeter
-from rlscale.train.rollouts import PPOOffPolicySource, RolloutSampler, RolloutSource
+from rlscale.train.offpolicy.ppo import PPOOffPolicySource
+from rlscale.train.rollouts import RolloutSampler, RolloutSource
 
 
 @dataclass
@@ -129,7 +130,7 @@ def build_learner(cfg: RunConfig, model, max_width: int = 0):
 
 def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) -> RolloutSource:
     if cfg.offpolicy.name == "pipeline":
-        from rlscale.train.pipeline import PipelineSource
+        from rlscale.train.offpolicy.pipeline import PipelineSource
 
         return PipelineSource(cfg.offpolicy, GeneratorSettings.of(cfg), cfg.batch, sampler, model, run_dir)
     return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version, model)

@@ -24,7 +24,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rlscale.cli import app
-from rlscale.fit.synthetic import TABLE1, synthetic_curve, write_run
+from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 from rlscale.results.lock import FolderLock
 from rlscale.results.metrics import read_metrics
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlscale.fit.synthetic import CurveSpec, synthetic_curve, write_run
+from rlscale.testing.curves import CurveSpec, synthetic_curve, write_run
 
 BLOCKED = ("torch", "transformers", "deepspeed", "vllm", "reasoning_gym", "math_verify")
 SCRIPT = """

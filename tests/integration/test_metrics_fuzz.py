@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from rlscale.cli import app
-from rlscale.fit.synthetic import TABLE1, synthetic_curve, write_run
+from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 from rlscale.results.metrics import MAX_LINE_BYTES, read_metrics
 
 ANY = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(), st.text(max_size=6),

@@ -21,7 +21,7 @@ import torch
 
 from rlscale.config import compose_run_config
 from rlscale.config.schema import OFFPOLICY_K
-from rlscale.train import pipeline
+from rlscale.train.offpolicy import pipeline
 from rlscale.train.loop import train
 from waiting import wait_for
 

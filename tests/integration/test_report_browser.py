@@ -18,7 +18,7 @@ import typer
 from typer.testing import CliRunner
 
 from rlscale.cli.report import report_command
-from rlscale.report.synthetic import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
+from rlscale.testing.results_tree import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

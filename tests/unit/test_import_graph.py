@@ -16,7 +16,7 @@ The layers, lowest first (a module imports from its own package or from a lower 
 5. ``train``: one run (components, rollouts, off-policy sources, loop).
 6. ``fit``: sigmoid fits of run folders.
 7. ``sweep`` (runs many ``train`` runs, prunes with ``fit``) and ``plan`` (reads fits), side by side.
-8. ``report``.
+8. ``report``; 8.5. ``testing`` (synthetic inputs for tests and benchmarks; nothing below imports it).
 9. the command line: ``rlscale.cli``, one module per command (and ``train.__main__``). No other package
    imports a command.
 
@@ -43,6 +43,7 @@ LAYERS: Dict[str, float] = {
     "rlscale.fit": 6,
     "rlscale.sweep": 7, "rlscale.plan": 7,
     "rlscale.report": 8,
+    "rlscale.testing": 8.5,
     "rlscale.cli": 9, "rlscale.train.__main__": 9,
 }
 

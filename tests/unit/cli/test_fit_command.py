@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rlscale.cli.fit import fit_command
 from rlscale.fit.schema import FitResults
-from rlscale.fit.synthetic import TABLE1, synthetic_curve, write_run
+from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 
 REQUIRED_COLUMNS = ["sweep", "variant", "seed", "x", "n_points", "cutoff", "R0", "A", "B", "C_mid", "A_lo", "A_hi",
                     "B_lo", "B_hi", "sse", "r2", "fit_until", "extrap_abs_err", "status", "message"]

@@ -1,5 +1,5 @@
 """``rlscale plan`` as a user runs it, on a synthetic sweep of the paper's Table-1 curves written as run folders
-(rlscale.fit.synthetic.write_run): the one-line warning when the budget lies far beyond the observed compute
+(rlscale.testing.curves.write_run): the one-line warning when the budget lies far beyond the observed compute
 or below it (printed and in plan.json), and at most one crossover line per variant (plan.json keeps all)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rlscale.cli import app
-from rlscale.fit.synthetic import TABLE1, LooNoise, sweep_curves, write_run
+from rlscale.testing.curves import TABLE1, LooNoise, sweep_curves, write_run
 
 OBSERVED = 16000.0  # GPU-hours every run reached
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from rlscale.fit.schema import FITS_JSON, FitResults
 from rlscale.cli.report import report_command
 from rlscale.report.inputs import stale_reason
-from rlscale.report.synthetic import XSS_NAME, synthetic_plan, write_results
+from rlscale.testing.results_tree import XSS_NAME, synthetic_plan, write_results
 
 
 def _invoke(*args):

@@ -15,7 +15,7 @@ from rlscale.fit.forms import sigmoid
 from rlscale.fit.ranking import tiers
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FINDINGS, FitSettings
-from rlscale.fit.synthetic import TABLE1, loo_sweep, write_run
+from rlscale.testing.curves import TABLE1, loo_sweep, write_run
 
 X = np.linspace(0, 16000, 49)
 SETTINGS = FitSettings(n_boot=0)

@@ -10,7 +10,7 @@ import pytest
 
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitSettings
-from rlscale.fit.synthetic import TABLE1, EvalDraw, drawn_curve, rise_x
+from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve, rise_x
 from rlscale.fit.window import describe_rule
 
 TRUE = TABLE1["scalerl"]

@@ -14,7 +14,7 @@ import pytest
 from rlscale.fit.api import MetricError, SourceError, fit_results
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.schema import FitSettings
-from rlscale.fit.synthetic import TABLE1, synthetic_curve, write_run
+from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 
 SETTINGS = FitSettings(n_boot=10)
 X = np.linspace(0, 16000, 41)

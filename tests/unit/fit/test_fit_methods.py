@@ -18,7 +18,7 @@ from rlscale.fit.profile import profile_interval_a, profile_sse
 from rlscale.fit.run import residual_noise
 from rlscale.fit.schema import FitSettings
 from rlscale.fit.space import SearchSpace, search_space
-from rlscale.fit.synthetic import R0, TABLE1, synthetic_curve
+from rlscale.testing.curves import R0, TABLE1, synthetic_curve
 from rlscale.fit.window import fit_window
 
 BOX = SearchSpace(a_lo=0.0, a_hi=1.0, a_step=0.005, c_lo=100.0, c_hi=40000.0, c_n=100)

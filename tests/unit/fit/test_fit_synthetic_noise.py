@@ -1,4 +1,4 @@
-"""The noise generators of rlscale.fit.synthetic behind bench/verdict_bench.py: the AR(1) drift has its stated
+"""The noise generators of rlscale.testing.curves behind bench/verdict_bench.py: the AR(1) drift has its stated
 sd and lag-one correlation, binomial and clustered evals write the SE a trainer writes (the clustered one over
 prompts), the eval set's prompts average to the population curve, and seeds share their effects across a
 sweep's variants (common random numbers) and across sweeps of more seeds."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlscale.fit.synthetic import (TABLE1, EvalDraw, SeedSpread, ar1_drift, binomial_evals, clustered_evals,
+from rlscale.testing.curves import (TABLE1, EvalDraw, SeedSpread, ar1_drift, binomial_evals, clustered_evals,
                                    logit_normal_location, logit_normal_mean, rise_x, seeded_loo_sweep)
 from rlscale.fit.forms import sigmoid
 

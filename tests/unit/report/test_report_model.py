@@ -13,7 +13,7 @@ from rlscale.report.curves import log_linearize, sigmoid
 from rlscale.report.formatting import ci, num
 from rlscale.report.model import TRUNCATION_FLAG, Series, load_report
 from rlscale.report.summary import summarize
-from rlscale.report.synthetic import XSS_NAME, synthetic_plan, write_results
+from rlscale.testing.results_tree import XSS_NAME, synthetic_plan, write_results
 
 
 @pytest.fixture(scope="module")

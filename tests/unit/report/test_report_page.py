@@ -15,7 +15,7 @@ from rlscale.report.draw import draw_report
 from rlscale.report.figures import RunPanels
 from rlscale.report.model import load_report
 from rlscale.report.plotting import STYLE, run_colors
-from rlscale.report.synthetic import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
+from rlscale.testing.results_tree import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
 
 
 class Links(HTMLParser):

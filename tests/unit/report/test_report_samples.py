@@ -7,7 +7,7 @@ import json
 from rlscale.report.build import write_report
 from rlscale.report.model import load_report
 from rlscale.report.samples import read_samples
-from rlscale.report.synthetic import synthetic_plan, write_results
+from rlscale.testing.results_tree import synthetic_plan, write_results
 
 MARKUP = "4+5=9</think><script>alert(1)</script> The answer is <b>9</b>."
 

@@ -16,7 +16,7 @@ from rlscale.fit.predict import predict_variants
 from rlscale.fit.pruning import decide
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitSettings
-from rlscale.fit.synthetic import R0, TABLE1, LooNoise, sweep_curves, truncated, write_run
+from rlscale.testing.curves import R0, TABLE1, LooNoise, sweep_curves, truncated, write_run
 from rlscale.plan.planner import plan_sweeps
 from rlscale.results import write_status
 from rlscale.results.status import PRUNE_REQUEST, RunState

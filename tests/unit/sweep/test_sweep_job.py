@@ -1,5 +1,5 @@
 """``RunJob``, the body of every sweep job: each run of a lane starts from the lane's whole thread budget,
-since a PipelineRL run takes its share of whatever it finds (rlscale.train.pipeline.split_cpu_threads)."""
+since a PipelineRL run takes its share of whatever it finds (rlscale.train.offpolicy.pipeline.split_cpu_threads)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -17,8 +17,8 @@ from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.train.components import build_components
-from rlscale.train.pipeline import split_cpu_threads
-from rlscale.train.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec, generator_devices
+from rlscale.train.offpolicy.pipeline import split_cpu_threads
+from rlscale.train.offpolicy.pipeline_workers import ChunkRequest, GeneratorPool, GeneratorSpec, generator_devices
 from waiting import wait_for
 
 DEADLINE_S = 120.0

@@ -9,7 +9,7 @@ import torch
 
 from rlscale.config import compose_run_config
 from rlscale.train.components import build_components
-from rlscale.train.kept_policy import KeptPolicy
+from rlscale.train.offpolicy.kept_policy import KeptPolicy
 
 
 def zero_weights(model: torch.nn.Module) -> None:

@@ -17,7 +17,7 @@ from rlscale.config.schema import GenerationConfig, LengthConfig, ModelConfig
 from rlscale.engines.generators.torch_generator import TorchGenerator
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.tiny_model import build_tiny_llama
-from rlscale.train.pipeline_weights import PolicyReplica, ScheduledVersions, SharedWeights
+from rlscale.train.offpolicy.pipeline_weights import PolicyReplica, ScheduledVersions, SharedWeights
 
 SWITCH = 5  # the update lands before decode step SWITCH (1-based): tokens 0..SWITCH-2 are version 0
 

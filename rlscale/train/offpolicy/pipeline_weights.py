@@ -14,7 +14,7 @@ Scheduled updates (``offpolicy.update_every_tokens`` = N > 0): the published pol
 versions, one slot each (version v in slot v mod (k + 1)), and a generator loads the version its chunk's
 schedule names rather than the newest one (``ScheduledVersions``). While a chunk is in flight the
 trainer's version is at most k past the version the chunk was issued at (the bound of
-``rlscale.train.pipeline``), so the slots never lose a version a generator still needs.
+``rlscale.train.offpolicy.pipeline``), so the slots never lose a version a generator still needs.
 """
 from __future__ import annotations
 

@@ -50,8 +50,8 @@ from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.rl import PoolExhausted
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.checkpoint import CHECKPOINT
-from rlscale.train.pipeline_weights import POLL_S, Weights
-from rlscale.train.pipeline_workers import ChunkRequest, ChunkResult, GeneratorPool, GeneratorSpec, generator_devices
+from rlscale.train.offpolicy.pipeline_weights import POLL_S, Weights
+from rlscale.train.offpolicy.pipeline_workers import ChunkRequest, ChunkResult, GeneratorPool, GeneratorSpec, generator_devices
 from rlscale.train.rollouts import RolloutSampler
 
 CHUNK_SEED_BASE = 104_729_000_000
