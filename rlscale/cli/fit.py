@@ -53,13 +53,13 @@ def fit_command(
     jobs: int = typer.Option(1, "--jobs", "-j", help="Processes fitting runs in parallel (0: one per CPU)."),
 ) -> None:
     """Fit the ScaleRL sigmoid to every run under RESULTS_DIR and compare the variants."""
-    from rich.console import Console
+    from rlscale.cli.console import output_console
 
     from rlscale.fit.api import SourceError, fit_results, write_outputs
     from rlscale.fit.schema import FitSettings
     from rlscale.fit.table import render
 
-    err = Console(stderr=True)
+    err = output_console(stderr=True)
     try:
         if x not in X_CHOICES:
             raise UsageError(f"--x must be one of {', '.join(X_CHOICES)} (got {x!r})")
@@ -90,11 +90,11 @@ def fit_command(
         raise typer.Exit(1)
     out_dir = out if out is not None else (results_dir if results_dir.is_dir() else results_dir.parent)
     paths = write_outputs(results, out_dir)
-    render(results, Console())
+    render(results, output_console())
     if not paths:
         err.print(f"no run fitted: nothing written to {out_dir}", markup=False, highlight=False)
         raise typer.Exit(1)
-    Console().print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
+    output_console().print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
     raise typer.Exit(0)
 
 

@@ -28,7 +28,7 @@ def plan_command(
     """Plan a budget from the fitted curves: the variant(s) with the highest predicted reward at C (ties when
     their difference is not resolved beyond the margin), where curves cross, and for scaling sweeps the
     setting that maximises the predicted reward at C."""
-    from rich.console import Console
+    from rlscale.cli.console import output_console
 
     from rlscale.fit.api import SourceError, fit_results
     from rlscale.fit.schema import FitSettings
@@ -58,7 +58,7 @@ def plan_command(
     path = (out or results_dir) / PLAN_JSON
     plan = plan_json(plans, results.settings)
     atomic_write_json(path, plan)
-    console = Console()
+    console = output_console()
     for part in plan_view(plan):
         console.print(part)
     console.print(f"wrote {path}")

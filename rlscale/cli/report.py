@@ -24,7 +24,7 @@ def report_command(
     logx: bool = typer.Option(False, "--logx", help="Logarithmic compute axes."),
 ) -> None:
     """Report the fits of RESULTS_DIR: summary, curves, ranking, LOO, extrapolation, diagnostics."""
-    from rich.console import Console
+    from rlscale.cli.console import output_console
     from rich.text import Text
 
     from rlscale.report.build import write_report
@@ -36,7 +36,7 @@ def report_command(
 
     if format not in FORMATS:
         raise typer.BadParameter(f"{format!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
-    err = Console(stderr=True)
+    err = output_console(stderr=True)
     if not results_dir.is_dir():
         err.print(Text(printable(f"no results folder {results_dir}"), style="red"))
         raise typer.Exit(2)
@@ -53,8 +53,8 @@ def report_command(
     written = write_report(report, html=(out or results_dir / "report.html") if html else None,
                            figures=figures, fmt=format, logx=logx, n_workers=n_workers)
     if not html:
-        print_summary(report, Console())
-        _print_plan(report, Console())
+        print_summary(report, output_console())
+        _print_plan(report, output_console())
     if written.html is not None:
         err.print(Text(printable(f"wrote {written.html} ({len(report.sweeps)} sweeps, {len(report.runs)} runs)")))
     if written.figures:

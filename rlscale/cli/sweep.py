@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 import typer
 from rich.console import Console
 
+from rlscale.cli.console import output_console
 from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
 from rlscale.sweep.progress import collect, refs_under
 from rlscale.results.lock import FolderLock
@@ -39,7 +40,7 @@ def sweep_command(
     the same command skips finished runs and resubmits failed or missing ones."""
     if config_dir is not None:
         add_config_dir(config_dir)
-    console = Console()
+    console = output_console()
     request = SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results, prune=prune,
                            resume_pruned=resume_pruned)
     with ExitStack() as held:
@@ -110,6 +111,6 @@ def status_command(results_dir: Path = typer.Argument(Path("results"), help="res
         typer.echo(f"no runs under {printable(results_dir)}")
         return
     rows = collect(refs)
-    console = Console()
+    console = output_console()
     console.print(progress_table(rows, title=f"runs under {shown(results_dir)}"))
     console.print(summary(rows), markup=False)
