@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rlscale.cli.fit import fit_command
 from rlscale.fit.schema import FitResults
-from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
+from rlscale.testing.curves import TABLE1, synthetic_curve
 
 REQUIRED_COLUMNS = ["sweep", "variant", "seed", "x", "n_points", "cutoff", "R0", "A", "B", "C_mid", "A_lo", "A_hi",
                     "B_lo", "B_hi", "sse", "r2", "fit_until", "extrap_abs_err", "status", "message"]
@@ -25,12 +25,8 @@ def _invoke(*args):
 
 
 @pytest.fixture(scope="module")
-def results_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli") / "results"
-    for i, name in enumerate(("scalerl", "gens_8", "batch_2048")):
-        for seed in (0, 1):
-            x, y = synthetic_curve(TABLE1[name], 48, 0.01, np.random.default_rng(10 * i + seed))
-            write_run(root / "sweep_a" / f"{name}_s{seed}", x, y, seed=seed)
+def results_dir(three_variants):
+    root = three_variants
     (root / "sweep_a" / "flat").mkdir()
     (root / "sweep_a" / "flat" / "metrics.jsonl").write_text("".join(
         json.dumps({"step": i, "kind": "eval", "gpu_hours": 400.0 * i, "val_reward": 0.3}) + "\n" for i in range(40)))

@@ -6,21 +6,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-
-from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
-
-
-@pytest.fixture(scope="module")
-def results_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pipe") / "results"
-    for i, name in enumerate(("scalerl", "gens_8", "batch_2048")):
-        for seed in (0, 1):
-            x, y = synthetic_curve(TABLE1[name], 48, 0.01, np.random.default_rng(10 * i + seed))
-            write_run(root / "sweep_a" / f"{name}_s{seed}", x, y, seed=seed)
-    return root
-
 
 def _piped(*args) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
@@ -39,15 +24,15 @@ def _one_row_per_line(table_text: str, names) -> None:
             assert row.rstrip().endswith("│"), f"row cut or wrapped: {row!r}"
 
 
-def test_fit_tables_in_a_pipe_keep_whole_rows(results_dir, tmp_path):
-    out = _piped("fit", results_dir, "--out", tmp_path, "--n-boot", "20")
+def test_fit_tables_in_a_pipe_keep_whole_rows(three_variants, tmp_path):
+    out = _piped("fit", three_variants, "--out", tmp_path, "--n-boot", "20")
     _one_row_per_line(out, ["scalerl", "gens_8", "batch_2048"])
     notes = [line for line in out.splitlines() if line.startswith("│") and "seeds" in line]
     assert any("not resolved" in line or "resolved" in line for line in notes)
     assert len(out.splitlines()) < 40  # 6 runs and 3 variants: one line each, not cells folded into 8-line rows
 
 
-def test_plan_and_status_in_a_pipe_keep_whole_rows(results_dir, tmp_path):
-    _piped("fit", results_dir, "--n-boot", "20")
-    _one_row_per_line(_piped("plan", results_dir, "--budget", "20000", "--out", tmp_path), ["scalerl", "gens_8"])
-    _one_row_per_line(_piped("status", results_dir), ["scalerl_s0", "batch_2048_s1"])
+def test_plan_and_status_in_a_pipe_keep_whole_rows(three_variants, tmp_path):
+    _piped("fit", three_variants, "--n-boot", "20")
+    _one_row_per_line(_piped("plan", three_variants, "--budget", "20000", "--out", tmp_path), ["scalerl", "gens_8"])
+    _one_row_per_line(_piped("status", three_variants), ["scalerl_s0", "batch_2048_s1"])
