@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A SmolLM2 study (SWEEP: a sweep of rlscale/sweeps/, default loo_smollm2) on a lent GPU machine, in stages that
 # fit its calls (each call carries at most 64 MiB with the source tree, so the 98 MB GGUF travels in two or
-# three parts; files under /tmp stay while the machine is held). Layout of the kit folder KIT (default: the parent of this source tree):
-#   src/ (this tree), whl/ (wheels of the packages the image lacks), sdist/ (pycosat), g1/part and g2/part
-#   (the first and last parts of SmolLM2-135M-Instruct.Q4_1.gguf; `add` takes any middle part), gguf.sha256, cache/ (the tiny model's warm-up, optional)
+# three parts; files under /tmp stay while the machine is held). Layout of the kit folder KIT (default: the
+# parent of this source tree): src/ (this tree), whl/ (wheels of the packages the image lacks), sdist/ (pycosat),
+# g1/part and g2/part (the first and last parts of SmolLM2-135M-Instruct.Q4_1.gguf; `add` takes any middle
+# part), gguf.sha256, cache/ (the tiny model's warm-up, optional)
 #
 #   bash bench/smollm2_study.sh setup        # install the wheels into /tmp/site, keep the first GGUF part
 #   bash bench/smollm2_study.sh rehearse SECS  # the study's path with EXTRA (e.g. the tiny model), on the GPUs

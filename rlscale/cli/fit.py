@@ -54,7 +54,6 @@ def fit_command(
 ) -> None:
     """Fit the ScaleRL sigmoid to every run under RESULTS_DIR and compare the variants."""
     from rlscale.cli.console import output_console
-
     from rlscale.fit.api import SourceError, fit_results, write_outputs
     from rlscale.fit.schema import FitSettings
     from rlscale.fit.table import render
@@ -90,11 +89,12 @@ def fit_command(
         raise typer.Exit(1)
     out_dir = out if out is not None else (results_dir if results_dir.is_dir() else results_dir.parent)
     paths = write_outputs(results, out_dir)
-    render(results, output_console())
+    out_console = output_console()
+    render(results, out_console)
     if not paths:
         err.print(f"no run fitted: nothing written to {out_dir}", markup=False, highlight=False)
         raise typer.Exit(1)
-    output_console().print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
+    out_console.print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
     raise typer.Exit(0)
 
 

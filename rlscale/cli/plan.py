@@ -29,7 +29,6 @@ def plan_command(
     their difference is not resolved beyond the margin), where curves cross, and for scaling sweeps the
     setting that maximises the predicted reward at C."""
     from rlscale.cli.console import output_console
-
     from rlscale.fit.api import SourceError, fit_results
     from rlscale.fit.schema import FitSettings
     from rlscale.plan.planner import PLAN_JSON, plan_json, plan_sweeps

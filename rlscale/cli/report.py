@@ -24,9 +24,9 @@ def report_command(
     logx: bool = typer.Option(False, "--logx", help="Logarithmic compute axes."),
 ) -> None:
     """Report the fits of RESULTS_DIR: summary, curves, ranking, LOO, extrapolation, diagnostics."""
-    from rlscale.cli.console import output_console
     from rich.text import Text
 
+    from rlscale.cli.console import output_console
     from rlscale.report.build import write_report
     from rlscale.report.inputs import load_fits
     from rlscale.report.model import load_report
@@ -53,8 +53,9 @@ def report_command(
     written = write_report(report, html=(out or results_dir / "report.html") if html else None,
                            figures=figures, fmt=format, logx=logx, n_workers=n_workers)
     if not html:
-        print_summary(report, output_console())
-        _print_plan(report, output_console())
+        out_console = output_console()
+        print_summary(report, out_console)
+        _print_plan(report, out_console)
     if written.html is not None:
         err.print(Text(printable(f"wrote {written.html} ({len(report.sweeps)} sweeps, {len(report.runs)} runs)")))
     if written.figures:
