@@ -66,12 +66,15 @@ def test_slurm_array_sweep_with_a_requeued_task(slurm_cluster, tmp_path, monkeyp
     assert sorted(jobs) == ["loss_dapo", "ppo_offpolicy", "scalerl"]
     assert len({job.split("_")[0] for job in jobs.values()}) == 1  # one job array
 
-    # mid-run (past the first checkpoints): requeue one task by hand, and send the other the signal SLURM
-    # sends before a time limit, which submitit turns into checkpoint() + requeue
-    wait_for(lambda: min(last_train_step(sweep_dir / r) for r in ("scalerl", "loss_dapo")) >= 4, 900,
-             "scalerl and loss_dapo to pass their first checkpoints")
-    # the signal first: it must reach a task that is still training, while scontrol requeues a task in any state
+    # mid-run (past the first checkpoints), each task acted on as soon as it gets there: the tasks of one array
+    # run at their own pace, so waiting for both would let the faster one finish before it is signalled.
+    # The signal SLURM sends before a time limit, which submitit turns into checkpoint() + requeue, must reach a
+    # task that is still training; scontrol requeues a task in any state.
+    wait_for(lambda: last_train_step(sweep_dir / "loss_dapo") >= 4, 900, "loss_dapo to pass its first checkpoint",
+             every_s=0.1)
     subprocess.run(["scancel", "--signal=USR2", jobs["loss_dapo"]], check=True, timeout=60)
+    wait_for(lambda: last_train_step(sweep_dir / "scalerl") >= 4, 900, "scalerl to pass its first checkpoint",
+             every_s=0.1)
     subprocess.run(["scontrol", "requeue", jobs["scalerl"]], check=True, timeout=60)
     refs = refs_under(sweep_dir)
     rows = wait_for(lambda: (rows := collect(refs)) and all(r.finished for r in rows) and rows, 1800,
