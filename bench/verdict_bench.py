@@ -8,14 +8,15 @@ drawn as a trainer makes them (rlscale.testing.curves.EvalDraw), not as the fit 
   0.005 to 0.02) and each eval is binomial(n, p) / n with its SE sqrt(y (1 - y) / n) written on the curve;
 - **independent**: binomial evals without drift (100 and 400 samples), also on runs stopped at 79 % of their
   rise (about 5.1k GPU-hours);
-- **clustered prompts**: a fixed eval set of 200 prompts, each with its own logit difficulty (sd 1.5) around
-  the curve, k samples per prompt per eval, the SE over prompts; the truth is the population's A, so the eval
-  set's own offset (shared by all its evals) is an error the interval has to hold;
+- **clustered prompts**: a fixed eval set of 100-400 prompts, each with its own logit difficulty (sd 1.5 or
+  2.5) around the curve, k samples per prompt per eval, the SE over prompts; the truth is the population's A,
+  so the eval set's own offset (shared by all its evals) is an error the interval has to hold;
 - **seed spread** (verdicts): each seed's A offset ~ N(0, 0.012) (the paper's +-0.015) or N(0, 0.025), with
   the offset and the drift path shared by all variants of one seed (common random numbers, as rlscale's
   trainer draws everything from the seed) or, in one case, drawn per run.
 
-Part 1, coverage: runs of each noise model (evals every 100, 250 and 500 GPU-hours in turn) are fitted with
+Part 1, coverage: runs of each noise model (evals every 100, 250 and 500 GPU-hours in turn, or 9 or 30 evals
+in all, as a short run or an early window has) are fitted with
 rlscale.fit.run.fit_curve (fast method, default window); the table gives the share of runs whose 95 % interval
 of A holds the true A, over all fitted runs and over those whose A is called identified, and among these the
 mean and sd of the error of A (bias) and the median half-width of the interval.
@@ -71,17 +72,23 @@ D_A, D_B = -0.06, -0.24
 SEEDS = (1, 3, 5, 10)
 SWEEP_DRAW = EvalDraw(samples=400, drift_sd=0.01, every=250.0)
 
-# Part 1: name -> how the evals are drawn (every and x_max set per run)
-COVERAGE: Dict[str, EvalDraw] = {
-    "drift 0.01, 400 samples": EvalDraw(samples=400, drift_sd=0.01),
-    "drift 0.005, 16,000 samples": EvalDraw(samples=16000, drift_sd=0.005),
-    "drift 0.02, 400 samples": EvalDraw(samples=400, drift_sd=0.02),
-    "independent, 100 samples": EvalDraw(samples=100),
-    "independent, 400 samples": EvalDraw(samples=400),
-    "stopped at 79 % of the rise, 100 samples": EvalDraw(samples=100, x_max=STOPPED),
-    "stopped at 79 % of the rise, 400 samples": EvalDraw(samples=400, x_max=STOPPED),
-    "200 prompts x 2 samples (difficulty sd 1.5)": EvalDraw(prompts=200, per_prompt=2),
-    "200 prompts x 8 samples (difficulty sd 1.5)": EvalDraw(prompts=200, per_prompt=8),
+# Part 1: name -> how the evals are drawn, and the eval spacings taken in turn (x_max set per run)
+NINE_EVALS, THIRTY_EVALS = (16000.0 / 9,), (16000.0 / 30,)
+COVERAGE: Dict[str, Tuple[EvalDraw, Tuple[float, ...]]] = {
+    "drift 0.01, 400 samples": (EvalDraw(samples=400, drift_sd=0.01), EVERY),
+    "drift 0.005, 16,000 samples": (EvalDraw(samples=16000, drift_sd=0.005), EVERY),
+    "drift 0.02, 400 samples": (EvalDraw(samples=400, drift_sd=0.02), EVERY),
+    "independent, 100 samples": (EvalDraw(samples=100), EVERY),
+    "independent, 400 samples": (EvalDraw(samples=400), EVERY),
+    "stopped at 79 % of the rise, 100 samples": (EvalDraw(samples=100, x_max=STOPPED), EVERY),
+    "stopped at 79 % of the rise, 400 samples": (EvalDraw(samples=400, x_max=STOPPED), EVERY),
+    "200 prompts x 2 samples (difficulty sd 1.5)": (EvalDraw(prompts=200, per_prompt=2), EVERY),
+    "200 prompts x 8 samples (difficulty sd 1.5)": (EvalDraw(prompts=200, per_prompt=8), EVERY),
+    "9 evals, 400 prompts x 1 (sd 1.5), drift 0.01": (EvalDraw(prompts=400, drift_sd=0.01), NINE_EVALS),
+    "9 evals, 100 prompts x 4 (sd 2.5), drift 0.02": (EvalDraw(prompts=100, per_prompt=4, prompt_sd=2.5,
+                                                              drift_sd=0.02), NINE_EVALS),
+    "30 evals, 100 prompts x 4 (sd 2.5), drift 0.02": (EvalDraw(prompts=100, per_prompt=4, prompt_sd=2.5,
+                                                               drift_sd=0.02), THIRTY_EVALS),
 }
 # Part 2: name -> seed spread (every sweep drawn with SWEEP_DRAW)
 SPREADS: Dict[str, SeedSpread] = {
@@ -109,12 +116,13 @@ class Coverage:
         return k / n if n else math.nan
 
 
-def coverage(case: int, draw: EvalDraw, n_runs: int, settings: FitSettings) -> Coverage:
-    """Fit ``n_runs`` runs drawn by ``draw`` (every in turn from EVERY) and count the intervals that hold A."""
+def coverage(case: int, draw: EvalDraw, every: Sequence[float], n_runs: int, settings: FitSettings) -> Coverage:
+    """Fit ``n_runs`` runs drawn by ``draw`` (eval spacing in turn from ``every``) and count the intervals that
+    hold A."""
     out = Coverage(errors=[], half_widths=[])
     for index in range(n_runs):
         rng = np.random.default_rng([case, index])
-        run = fit_curve(drawn_curve(SPEC, replace(draw, every=EVERY[index % len(EVERY)]), rng), settings)
+        run = fit_curve(drawn_curve(SPEC, replace(draw, every=every[index % len(every)]), rng), settings)
         out.runs += 1
         if run.A_lo is None or run.A_hi is None:
             continue
@@ -243,8 +251,8 @@ def main() -> None:
              "| noise model | runs | identified | coverage, all | coverage, identified | mean error of A "
              "(identified) | sd of error | median half-width |", "|---|---|---|---|---|---|---|---|"]
     covered: Dict[str, float] = {}
-    for case, (name, draw) in enumerate(COVERAGE.items()):
-        c = coverage(case, draw, n_runs, settings)
+    for case, (name, (draw, every)) in enumerate(COVERAGE.items()):
+        c = coverage(case, draw, every, n_runs, settings)
         covered[name] = c.rate()
         errors = c.errors or [math.nan]
         lines.append(f"| {name} | {c.runs} | {c.identified / c.runs:.0%} | {_pct(c.rate())} | "

@@ -26,14 +26,17 @@ on "no drift" (coverage 84-89 % on such runs, 91-92 % with the average).
 
 The eval set's shared offset. When a run reports its eval standard error (``<y>_se``, over prompts: how far
 the reward of a fresh draw of prompts would move), the part of that variance the residuals do not show
-(its excess over the white variance) is an offset every eval of the run shares: the held-out prompts are
-the same at every eval, so their difficulty moves the whole curve, A included, and no residual sees it.
-``shared_inflation`` adds it to A's variance (var A += excess), so a run's interval is about A on the
-population of held-out prompts. It is common to every run evaluated on the same prompts, so comparisons,
-which rest on the runs' spread, do not count it (rlscale.fit.noise uses the runs' within-run error).
+(its excess over the white variance; with too few residual directions for a covariance, over the residual
+variance) is an offset every eval of the run shares: the held-out prompts are the same at every eval, so
+their difficulty moves the whole curve, A included, and no residual sees it. ``shared`` is its variance. It
+shifts A, it does not unbound it: rlscale.fit.run adds it to A's interval in quadrature, after the profile,
+so the interval is about A on the population of held-out prompts while whether the ceiling is bounded at
+all is decided on the run's own residuals. It is common to every run evaluated on the same prompts, so
+comparisons, which rest on the runs' spread, do not count it (rlscale.fit.noise uses the runs' within-run
+error).
 
-rlscale.fit.profile widens A's profile interval by ``total_inflation``; rlscale.fit.bootstrap draws its
-resamples from Sigma.
+rlscale.fit.profile widens A's profile interval by ``inflation``; rlscale.fit.bootstrap draws its resamples
+from Sigma.
 """
 from __future__ import annotations
 
@@ -52,26 +55,22 @@ MIN_DEGREES = 10  # residual directions below which no correlation is estimated 
 @dataclass(frozen=True)
 class ResidualNoise:
     """The residual covariance of one fit: white variance, AR(1) drift variance and its lag-one correlation;
-    ``inflation`` of A's variance against independent noise (module docstring)."""
+    ``inflation`` of A's variance against independent noise; ``shared``, the variance of the eval set's
+    offset that no residual shows (module docstring)."""
 
     white: float
     drift: float
     phi: float
     inflation: float
-    shared_inflation: float = 0.0
-
-    @property
-    def total_inflation(self) -> float:
-        """The inflation with the eval set's shared offset (module docstring) included."""
-        return self.inflation + self.shared_inflation
+    shared: float = 0.0
 
     def covariance(self, n: int) -> np.ndarray:
         lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
         return self.white * np.eye(n) + self.drift * self.phi ** lags
 
     @classmethod
-    def independent(cls, variance: float) -> "ResidualNoise":
-        return cls(white=variance, drift=0.0, phi=0.0, inflation=1.0)
+    def independent(cls, variance: float, shared: float = 0.0) -> "ResidualNoise":
+        return cls(white=variance, drift=0.0, phi=0.0, inflation=1.0, shared=shared)
 
 
 def jacobian(x: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.ndarray:
@@ -85,21 +84,21 @@ def jacobian(x: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.n
 def estimate_residual_noise(jac: np.ndarray, residuals: np.ndarray,
                             eval_variance: Optional[float] = None) -> ResidualNoise:
     """The REML estimate of the residual covariance (module docstring) for a fit with Jacobian ``jac``, its
-    inflation averaged over the grid; ``eval_variance`` (the mean squared eval SE, when the run reports it) adds the eval set's share that
-    the residuals cannot show."""
+    inflation averaged over the grid; ``eval_variance`` (the mean squared eval SE, when the run reports it)
+    gives the eval set's shared offset that the residuals cannot show."""
     n = residuals.size
     dof = n - jac.shape[1]
     s2 = float(residuals @ residuals) / max(dof, 1)
     degenerate = not np.isfinite(jac).all() or np.linalg.matrix_rank(jac) < jac.shape[1]  # a flat Jacobian
+    known = eval_variance is not None and np.isfinite(eval_variance) and eval_variance > 0
     if dof < MIN_DEGREES or s2 <= 0 or degenerate:
-        return ResidualNoise.independent(s2)
+        return ResidualNoise.independent(s2, max(0.0, float(eval_variance) - s2) if known else 0.0)
     basis, _ = np.linalg.qr(jac, mode="complete")
     q = basis[:, jac.shape[1]:]
     projected = q.T @ residuals
     lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
     weights = np.linalg.solve(jac.T @ jac, jac.T)[0]
     ww = float(weights @ weights)
-    known = eval_variance is not None and np.isfinite(eval_variance) and eval_variance > 0
     white_fixed = min(float(eval_variance), s2) if known else None
     loglik = np.empty((PHI_GRID.size, SHARE_GRID.size))
     total = np.empty_like(loglik)
@@ -122,9 +121,9 @@ def estimate_residual_noise(jac: np.ndarray, residuals: np.ndarray,
         ratio[i] = (drift_i * wrw + (total[i] - drift_i) * ww) / (s2 * ww)
     i, k = np.unravel_index(int(np.argmax(loglik)), loglik.shape)
     white = white_fixed if white_fixed is not None else (1 - float(SHARE_GRID[k])) * float(total[i, k])
-    shared = max(0.0, float(eval_variance) - white) if known else 0.0
     return ResidualNoise(white=white, drift=float(total[i, k]) - white, phi=float(PHI_GRID[i]),
-                         inflation=max(_averaged(ratio, loglik), 1.0), shared_inflation=shared / (s2 * ww))
+                         inflation=max(_averaged(ratio, loglik), 1.0),
+                         shared=max(0.0, float(eval_variance) - white) if known else 0.0)
 
 
 def _averaged(ratio: np.ndarray, loglik: np.ndarray) -> float:

@@ -1,9 +1,12 @@
 """Coverage of A's interval on curves whose noise the independent-residual bootstrap got wrong: the true
 reward drifts as AR(1) (correlation 0.9 between evals) under binomial evals, and runs stopped at 79 % of
-their rise. Known truth (Table 1's ScaleRL row, A 0.610); seeded, so the counts are fixed numbers that a
+their rise; and on a small eval set of prompts of different difficulty, whose offset every eval shares, in a
+short run (9 evals, too few for a residual covariance) and a long one (30 evals). Known truth (Table 1's ScaleRL row, A 0.610); seeded, so the counts are fixed numbers that a
 change to the statistics moves. bench/verdict_bench.py measures the same on more runs and more noise
 models."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -43,3 +46,18 @@ def test_a_stopped_before_saturation_is_reported_with_an_honest_interval():
     assert covered.mean() >= 0.9
     if identified.any():  # the runs called identified are not the low draws' club
         assert covered[identified].mean() >= 0.85
+
+
+SMALL_EVAL_SET = EvalDraw(prompts=100, per_prompt=4, prompt_sd=2.5, drift_sd=0.02)
+
+
+def test_a_short_run_on_a_small_eval_set_holds_the_population_a():
+    # 9 evals: the eval set's offset used to be left out of A's interval below a dozen evals (66 % held A)
+    covered, identified = _coverage(replace(SMALL_EVAL_SET, every=16000 / 9), seed=13)
+    assert covered[identified].mean() >= 0.88 and identified.mean() >= 0.7, (covered.mean(), identified.mean())
+
+
+def test_the_eval_sets_offset_shifts_a_without_unbounding_it():
+    # 30 evals: the offset used to be amplified through the profile to the edge of A's range (none identified)
+    covered, identified = _coverage(replace(SMALL_EVAL_SET, every=16000 / 30), seed=14)
+    assert covered.mean() >= 0.88 and identified.mean() >= 0.7, (covered.mean(), identified.mean())
