@@ -3,7 +3,9 @@ or stale): fit every run of a results folder or tidy file, compare the variants,
 
 ``--x auto`` is resolved here (rlscale.fit.curves.resolve_x) and stored resolved in the settings.
 Per run: Eq. 1 fitted after the cutoff (App. A.5-A.6), bootstrap intervals, extrapolation check and the
-App. A.4 power law (rlscale.fit.run); then seed spread, ranking and LOO table (rlscale.fit.compare).
+App. A.4 power law (rlscale.fit.run); the runs too short to measure their own noise whose residuals fall
+below their sweep's pooled level are fitted again at that level (rlscale.fit.pooled); then seed spread,
+ranking and LOO table (rlscale.fit.compare).
 A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
 ``--x``/``--y`` that no eval line holds (``MetricError``, a ``SourceError``), raises.
 """
@@ -20,6 +22,7 @@ from typing import Callable, List, Optional
 from rlscale.fit.compare import compare
 from rlscale.fit.curves import Curve, MetricError, SourceError, load_source
 from rlscale.fit.outputs import clean, write_files
+from rlscale.fit.pooled import below_pooled, pooled_ratios
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitResults, FitSettings, RunFit
 from rlscale.fit.window import describe_rule
@@ -34,18 +37,25 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
     loaded = load_source(Path(source), settings.x, settings.y)
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
-    runs = []
     with ExitStack() as stack:
+        mapper = map
         if jobs > 1 and len(loaded.curves) > 1:
             pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")))
-            fitted = pool.map(_fit_guarded, loaded.curves, repeat(settings),
-                              chunksize=max(1, len(loaded.curves) // (8 * jobs)))
-        else:
-            fitted = map(_fit_guarded, loaded.curves, repeat(settings))
-        for run in fitted:
+
+            def mapper(fn, *iterables):
+                return pool.map(fn, *iterables, chunksize=max(1, len(loaded.curves) // (8 * jobs)))
+
+        runs = []
+        for run in mapper(_fit_guarded, loaded.curves, repeat(settings), repeat(None)):
             runs.append(run)
             if progress is not None:
                 progress(len(runs), len(loaded.curves))
+        ratios = pooled_ratios(runs)
+        short = [i for i, run in enumerate(runs) if run.sweep in ratios and below_pooled(run, ratios[run.sweep])]
+        refits = mapper(_fit_guarded, [loaded.curves[i] for i in short], repeat(settings),
+                        [ratios[runs[i].sweep] for i in short])
+        for i, run in zip(short, refits):
+            runs[i] = run
     results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
     clean(results)
     return results
@@ -59,10 +69,10 @@ def write_outputs(results: FitResults, out: Path) -> List[Path]:
     return write_files(results, Path(out))
 
 
-def _fit_guarded(curve: Curve, settings: FitSettings) -> RunFit:
+def _fit_guarded(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]) -> RunFit:
     """fit_curve, with any unexpected error turned into a ``failed`` run instead of stopping the others."""
     try:
-        return fit_curve(curve, settings)
+        return fit_curve(curve, settings, pooled_ratio)
     except Exception as err:  # noqa: BLE001 - one bad run must not stop the command
         return RunFit(sweep=curve.sweep, variant=curve.variant, seed=curve.seed, run_path=curve.run_path,
                       x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist(), status="failed",

@@ -68,10 +68,6 @@ class ResidualNoise:
         lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
         return self.white * np.eye(n) + self.drift * self.phi ** lags
 
-    @classmethod
-    def independent(cls, variance: float, shared: float = 0.0) -> "ResidualNoise":
-        return cls(white=variance, drift=0.0, phi=0.0, inflation=1.0, shared=shared)
-
 
 def jacobian(x: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.ndarray:
     """d(Eq. 1)/d(A, log C_mid, log B) at ``x``, shape (n, 3)."""
@@ -81,18 +77,22 @@ def jacobian(x: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.n
     return np.stack([s, -(a - r0) * b * q, (a - r0) * z * q], axis=1)
 
 
-def estimate_residual_noise(jac: np.ndarray, residuals: np.ndarray,
-                            eval_variance: Optional[float] = None) -> ResidualNoise:
+def estimate_residual_noise(jac: np.ndarray, residuals: np.ndarray, eval_variance: Optional[float] = None,
+                            white_floor: float = 0.0) -> ResidualNoise:
     """The REML estimate of the residual covariance (module docstring) for a fit with Jacobian ``jac``, its
-    inflation averaged over the grid; ``eval_variance`` (the mean squared eval SE, when the run reports it)
-    gives the eval set's shared offset that the residuals cannot show."""
+    inflation averaged over the grid; ``eval_variance`` (the squared eval SE, when the run reports it) gives
+    the eval set's shared offset that the residuals cannot show. Below MIN_DEGREES residual directions the
+    residuals are independent with variance at least ``white_floor`` (rlscale.fit.pooled), the inflation
+    being the floor's ratio to the residuals' own variance."""
     n = residuals.size
     dof = n - jac.shape[1]
     s2 = float(residuals @ residuals) / max(dof, 1)
     degenerate = not np.isfinite(jac).all() or np.linalg.matrix_rank(jac) < jac.shape[1]  # a flat Jacobian
     known = eval_variance is not None and np.isfinite(eval_variance) and eval_variance > 0
     if dof < MIN_DEGREES or s2 <= 0 or degenerate:
-        return ResidualNoise.independent(s2, max(0.0, float(eval_variance) - s2) if known else 0.0)
+        white = max(s2, white_floor)
+        return ResidualNoise(white=white, drift=0.0, phi=0.0, inflation=white / s2 if s2 > 0 else 1.0,
+                             shared=max(0.0, float(eval_variance) - white) if known else 0.0)
     basis, _ = np.linalg.qr(jac, mode="complete")
     q = basis[:, jac.shape[1]:]
     projected = q.T @ residuals

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
+N_PARAMS = 3  # Eq. 1's fitted parameters: A, B, C_mid (R0 is given)
+
 
 @dataclass(frozen=True)
 class SigmoidParams:

@@ -14,20 +14,23 @@ Status (RunFit.status) for a curve that loaded:
 - ``ok`` otherwise, with notes (A or C_mid at the edge of the box, no point beyond ``fit_until``, ...).
 
 Uncertainty. The residual covariance of the fit (white noise plus a drift that wanders from eval to eval,
-rlscale.fit.correlated) is estimated first. A's interval is the profile interval widened by that
-correlation (rlscale.fit.profile: the run's own residuals, ``A_se_within``), then by the eval set's shared
-offset in quadrature on each side (the offset moves the whole curve, so it adds to A's error as a shift;
-clipped to A's range); B's, C_mid's and the predictions' come from a bootstrap that redraws the same
-covariance (rlscale.fit.bootstrap). RunFit keeps the estimate (``noise_phi``, ``noise_drift_sd``,
-``noise_white_sd``, ``A_inflation``). Without the split, an offset shared by every eval would be amplified
-through the profile of a run that has not saturated and push its interval to the box edge (on runs of
-100 prompts with a drift of 0.02, none was identified), while on runs of 6-9 evals it was left out
-altogether (the 95 % interval of A held the population's A in 66 % of such runs).
+rlscale.fit.correlated) is estimated first; a fit of fewer than a dozen evals has its residual variance
+raised to its sweep's pooled level when it falls below it (``pooled_ratio``, rlscale.fit.pooled). A's
+interval is the profile interval widened by that covariance (rlscale.fit.profile: the run's own residuals,
+``A_se_within``), then by the eval set's shared offset in quadrature on each side (the offset moves the whole
+curve, so it adds to A's error as a shift; clipped to A's range); B's, C_mid's and the predictions' come from
+a bootstrap that redraws the same covariance (rlscale.fit.bootstrap). RunFit keeps the estimate
+(``noise_phi``, ``noise_drift_sd``, ``noise_white_sd``, ``A_inflation``). Inside the profile, the offset was
+amplified through the profile of a run that has not saturated and pushed its interval to the box edge (on
+runs of 100 prompts with a drift of 0.02, 1 % were identified; bench/verdict_bench.py), while on runs of
+6-9 evals it was left out altogether (the interval held the population's A in 60 % of such runs).
 
 A identified (RunFit.A_identified). A fitted run's A is not identified, and the comparisons keep it out
 of "highest A", of the fixed-A mean and of the top rank (rlscale.fit.compare), when
 - its point estimate is at the edge of A's range (fast: [0, 1] or ``a_bounds``; paper: the A grid); or
-- its interval reaches that edge (``A_interval_open``): the data put no bound on the ceiling there; a
+- its interval reaches that edge, or reaches above A by more than the whole fitted rise A - R0
+  (``A_interval_open``): the data put no bound on the ceiling there, or none tighter than "somewhere up to
+  twice the rise seen so far" (a short window at the foot of a rise whose points happen to flatten); a
   variant of several seeds is still compared when at most half its seeds are so (rlscale.fit.compare),
   since the comparison rests on the spread of the seeds' estimates, not on each run's interval; or
 - the run ends before its curve bends: at the last fitted point the fitted curve has made less than
@@ -56,10 +59,10 @@ import numpy as np
 from scipy.stats import norm
 
 from rlscale.fit.bootstrap import bootstrap_ci, resample_curves
-from rlscale.fit.correlated import ResidualNoise, estimate_residual_noise, jacobian
+from rlscale.fit.correlated import MIN_DEGREES, ResidualNoise, estimate_residual_noise, jacobian
 from rlscale.fit.curves import Curve
 from rlscale.fit.fast import fit_fast
-from rlscale.fit.forms import SigmoidParams, power_law, sigmoid
+from rlscale.fit.forms import N_PARAMS, SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import FITTERS
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
@@ -68,16 +71,17 @@ from rlscale.fit.schema import FitSettings, PowerLawFit, Prediction, RunFit
 from rlscale.fit.space import SearchSpace, search_space
 from rlscale.fit.window import Window, fit_window
 
-N_PARAMS = 3
 MIN_INTERVAL_POINTS = N_PARAMS + 2
 FLAT_SIGMAS = 2.0
 BEND_FRACTION = 0.5
 EXTRAP_EVALS = 3
-INTERVAL_OPEN = "A's interval reaches the edge of its range"
+INTERVAL_OPEN = "A's interval reaches"
 
 
-def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
-    """The RunFit of one curve; every outcome is a status, nothing raises for bad data."""
+def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float] = None) -> RunFit:
+    """The RunFit of one curve; every outcome is a status, nothing raises for bad data. ``pooled_ratio``: the
+    sweep's pooled ratio of residual variance to squared eval SE (rlscale.fit.pooled), the floor of a short
+    fit's residual variance."""
     run = RunFit(sweep=curve.sweep, variant=curve.variant, seed=curve.seed, run_path=curve.run_path,
                  x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist(), points_t=curve.t.tolist(),
                  t_axis=curve.t_axis)
@@ -105,8 +109,12 @@ def fit_curve(curve: Curve, settings: FitSettings) -> RunFit:
     if status != "ok":
         return _finish(run, status, [verdict] + notes)
     notes += _edge_notes(params, space)
-    se = se[np.isfinite(se)]
-    within = _add_uncertainty(run, x, y, space, params, settings, float(np.mean(se ** 2)) if se.size else None)
+    eval_variance = run.eval_se ** 2 if run.eval_se else None
+    floor = pooled_ratio * eval_variance if pooled_ratio is not None and eval_variance is not None else 0.0
+    within = _add_uncertainty(run, x, y, space, params, settings, eval_variance, floor)
+    if x.size - N_PARAMS < MIN_DEGREES and (run.A_inflation or 1.0) > 1.0:
+        notes.append(f"residual variance of {x.size - N_PARAMS} degrees of freedom raised to the sweep's pooled "
+                     f"level (x{run.A_inflation:.2g}; rlscale.fit.pooled)")
     run.A_identified_reason = _unidentified(run, x, space, within)
     run.A_identified = not run.A_identified_reason
     run.A_interval_open = run.A_identified_reason.startswith(INTERVAL_OPEN)
@@ -156,10 +164,11 @@ def bootstrap_resamples(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray,
 
 
 def residual_noise(x: np.ndarray, y: np.ndarray, r0: float, point: SigmoidParams,
-                   eval_variance: Optional[float] = None) -> ResidualNoise:
+                   eval_variance: Optional[float] = None, white_floor: float = 0.0) -> ResidualNoise:
     """The residual covariance of a fit (rlscale.fit.correlated)."""
     fitted = sigmoid(x, r0, point.A, point.B, point.C_mid)
-    return estimate_residual_noise(jacobian(x, r0, point.A, point.B, point.C_mid), y - fitted, eval_variance)
+    return estimate_residual_noise(jacobian(x, r0, point.A, point.B, point.C_mid), y - fitted, eval_variance,
+                                   white_floor)
 
 
 def free_params(run: RunFit) -> SigmoidParams:
@@ -213,19 +222,23 @@ def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace, within: Option
         return (f"the run ends before its curve bends: {reached:.0%} of the rise at the last fitted point "
                 f"(C_mid {run.C_mid:.4g} > {x[-1]:.4g})")
     if any(at_edge(v) for v in within):
-        return f"{INTERVAL_OPEN} [{space.a_lo:g}, {space.a_hi:g}]"
+        return f"{INTERVAL_OPEN} the edge of its range [{space.a_lo:g}, {space.a_hi:g}]"
+    if within[1] - run.A > abs(run.A - run.R0):
+        return (f"{INTERVAL_OPEN} past twice the fitted rise (A - R0 = {run.A - run.R0:.3g}, the residuals' "
+                f"interval ends at {within[1]:.3g})")
     return ""
 
 
 def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpace, params: SigmoidParams,
-                     settings: FitSettings, eval_variance: Optional[float]) -> Optional[Tuple[float, float]]:
+                     settings: FitSettings, eval_variance: Optional[float],
+                     white_floor: float) -> Optional[Tuple[float, float]]:
     """The residual covariance, A's interval, bootstrap intervals (seeded per run) and the predictions at
     ``settings.predict_at``; returns A's interval from the run's own residuals (module docstring), None (and no
     interval) below MIN_INTERVAL_POINTS points."""
     if x.size < MIN_INTERVAL_POINTS:
         _add_predictions(run, settings, [(None, None)] * len(settings.predict_at))
         return None
-    noise = residual_noise(x, y, run.R0, params, eval_variance)
+    noise = residual_noise(x, y, run.R0, params, eval_variance, white_floor)
     run.noise_phi, run.A_inflation = noise.phi, noise.inflation
     run.noise_drift_sd, run.noise_white_sd = math.sqrt(noise.drift), math.sqrt(noise.white)
     within = profile_interval_a(x, y, run.R0, space, params, noise.inflation, settings.ci_level)

@@ -1,8 +1,8 @@
 """The terminal view of a FitResults: one table of runs (messages listed under it), then per sweep the
 eval-noise flag, the ranking and the LOO table.
 
-A is shown with its interval (the profile interval, widened for correlated residuals) and the paper's
-+-margin next to it (App. A.7), so a reader can see whether the data's own uncertainty is wider or narrower
+A is shown with its interval (the profile interval, widened for correlated residuals and the eval set's
+offset) and the paper's +-margin next to it (App. A.7), so a reader can see whether the data's own uncertainty is wider or narrower
 than the paper's rule of thumb; every ranking difference and LOO verdict is shown with its interval and the
 interval's source (paired or unpaired seeds).
 """
@@ -38,9 +38,10 @@ def render(results: FitResults, console: Console) -> None:
             console.print(_loo_table(sweep, loo, s))
     pairing = "paired by seed where variants share seeds, else" if s.paired else "unpaired:"
     console.print(f"method {s.method}; x = {axis_label(s.x)} ({s.x}), y = {s.y}; cutoff: {s.cutoff_rule}; "
-                  f"{s.ci_level:.0%} intervals: A of a run from its profile (widened for correlated residuals), B, "
-                  f"C_mid and predictions by bootstrap ({s.n_boot} resamples, seed {s.seed}); differences {pairing} "
-                  f"seed means, the spread pooled over the sweep; +-{s.margin:g}: the paper's margin on A",
+                  f"{s.ci_level:.0%} intervals: A of a run from its profile (widened for correlated residuals and "
+                  f"the eval set's offset), B, C_mid and predictions by bootstrap ({s.n_boot} resamples, seed "
+                  f"{s.seed}); differences {pairing} seed means, the spread pooled over the sweep; +-{s.margin:g}: "
+                  "the paper's margin on A",
                   markup=False, highlight=False)
 
 
