@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from itertools import repeat
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Iterable, Iterator, List, Optional
 
 from rlscale.fit.compare import compare
 from rlscale.fit.curves import Curve, MetricError, SourceError, load_source
@@ -38,22 +38,24 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
     with ExitStack() as stack:
-        mapper = map
+        pool = None
         if jobs > 1 and len(loaded.curves) > 1:
             pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")))
 
-            def mapper(fn, *iterables):
-                return pool.map(fn, *iterables, chunksize=max(1, len(loaded.curves) // (8 * jobs)))
+        def fit_all(curves: List[Curve], ratios: Iterable[Optional[float]]) -> Iterator[RunFit]:
+            if pool is None:
+                return map(_fit_guarded, curves, repeat(settings), ratios)
+            return pool.map(_fit_guarded, curves, repeat(settings), ratios,
+                            chunksize=max(1, len(loaded.curves) // (8 * jobs)))
 
         runs = []
-        for run in mapper(_fit_guarded, loaded.curves, repeat(settings), repeat(None)):
+        for run in fit_all(loaded.curves, repeat(None)):
             runs.append(run)
             if progress is not None:
                 progress(len(runs), len(loaded.curves))
         ratios = pooled_ratios(runs)
         short = [i for i, run in enumerate(runs) if run.sweep in ratios and below_pooled(run, ratios[run.sweep])]
-        refits = mapper(_fit_guarded, [loaded.curves[i] for i in short], repeat(settings),
-                        [ratios[runs[i].sweep] for i in short])
+        refits = fit_all([loaded.curves[i] for i in short], [ratios[runs[i].sweep] for i in short])
         for i, run in zip(short, refits):
             runs[i] = run
     results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
