@@ -4,7 +4,7 @@ or stale): fit every run of a results folder or tidy file, compare the variants,
 ``--x auto`` is resolved here (rlscale.fit.curves.resolve_x) and stored resolved in the settings.
 Per run: Eq. 1 fitted after the cutoff (App. A.5-A.6), bootstrap intervals, extrapolation check and the
 App. A.4 power law (rlscale.fit.run); the runs too short to measure their own noise whose residuals fall
-below their sweep's pooled level are fitted again at that level (rlscale.fit.pooled); then seed spread,
+below their variant's pooled level are fitted again at that level (rlscale.fit.pooled); then seed spread,
 ranking and LOO table (rlscale.fit.compare).
 A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
 ``--x``/``--y`` that no eval line holds (``MetricError``, a ``SourceError``), raises.
@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator, List, Optional
 from rlscale.fit.compare import compare
 from rlscale.fit.curves import Curve, MetricError, SourceError, load_source
 from rlscale.fit.outputs import clean, write_files
-from rlscale.fit.pooled import below_pooled, pooled_ratios
+from rlscale.fit.pooled import below_pooled, pool_key, pooled_ratios
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitResults, FitSettings, RunFit
 from rlscale.fit.window import describe_rule
@@ -54,8 +54,8 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
             if progress is not None:
                 progress(len(runs), len(loaded.curves))
         ratios = pooled_ratios(runs)
-        short = [i for i, run in enumerate(runs) if run.sweep in ratios and below_pooled(run, ratios[run.sweep])]
-        refits = fit_all([loaded.curves[i] for i in short], [ratios[runs[i].sweep] for i in short])
+        short = [i for i, run in enumerate(runs) if pool_key(run) in ratios and below_pooled(run, ratios[pool_key(run)])]
+        refits = fit_all([loaded.curves[i] for i in short], [ratios[pool_key(runs[i])] for i in short])
         for i, run in zip(short, refits):
             runs[i] = run
     results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))

@@ -15,8 +15,8 @@ Status (RunFit.status) for a curve that loaded:
 
 Uncertainty. The residual covariance of the fit (white noise plus a drift that wanders from eval to eval,
 rlscale.fit.correlated) is estimated first; a fit of fewer than a dozen evals has its residual variance
-raised to its sweep's pooled level when it falls below it (``pooled_ratio``, rlscale.fit.pooled). A's
-interval is the profile interval widened by that covariance (rlscale.fit.profile: the run's own residuals,
+raised to its variant's pooled level (over its seeds) when it falls below it (``pooled_ratio``,
+rlscale.fit.pooled). A's interval is the profile interval widened by that covariance (rlscale.fit.profile: the run's own residuals,
 ``A_se_within``), then by the eval set's shared offset in quadrature on each side (the offset moves the whole
 curve, so it adds to A's error as a shift; clipped to A's range); B's, C_mid's and the predictions' come from
 a bootstrap that redraws the same covariance (rlscale.fit.bootstrap). RunFit keeps the estimate
@@ -79,8 +79,8 @@ INTERVAL_OPEN = "A's interval reaches"
 
 
 def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float] = None) -> RunFit:
-    """The RunFit of one curve; every outcome is a status, nothing raises for bad data. ``pooled_ratio``: the
-    sweep's pooled ratio of residual variance to squared eval SE (rlscale.fit.pooled), the floor of a short
+    """The RunFit of one curve; every outcome is a status, nothing raises for bad data. ``pooled_ratio``: its
+    variant's pooled ratio of residual variance to squared eval SE (rlscale.fit.pooled), the floor of a short
     fit's residual variance."""
     run = RunFit(sweep=curve.sweep, variant=curve.variant, seed=curve.seed, run_path=curve.run_path,
                  x=settings.x, points_x=curve.x.tolist(), points_y=curve.y.tolist(), points_t=curve.t.tolist(),
@@ -113,7 +113,7 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
     floor = pooled_ratio * eval_variance if pooled_ratio is not None and eval_variance is not None else 0.0
     within = _add_uncertainty(run, x, y, space, params, settings, eval_variance, floor)
     if x.size - N_PARAMS < MIN_DEGREES and (run.A_inflation or 1.0) > 1.0:
-        notes.append(f"residual variance of {x.size - N_PARAMS} degrees of freedom raised to the sweep's pooled "
+        notes.append(f"residual variance of {x.size - N_PARAMS} degrees of freedom raised to the variant's pooled "
                      f"level (x{run.A_inflation:.2g}; rlscale.fit.pooled)")
     run.A_identified_reason = _unidentified(run, x, space, within)
     run.A_identified = not run.A_identified_reason

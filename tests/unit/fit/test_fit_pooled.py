@@ -1,4 +1,4 @@
-"""Short fits take their noise from their sweep: the pooled ratio of residual variance to squared eval SE,
+"""Short fits take their noise from their variant's seeds: the pooled ratio of residual variance to squared eval SE,
 by hand; a floor that raises a lucky-quiet run's variance and leaves a noisy one alone; and, on the
 committed SmolLM2 runs fitted on their first quarter (six evals, some at the foot of a rise to about 0.44),
 no ceiling called at the foot of the rise."""
@@ -21,8 +21,8 @@ from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve
 SUMS_SCALE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "smollm2-sums-scale"
 
 
-def _run(sweep: str, sse: float, n_points: int, eval_se: float) -> RunFit:
-    return RunFit(sweep=sweep, variant="v", status="ok", sse=sse, n_points=n_points, eval_se=eval_se)
+def _run(variant: str, sse: float, n_points: int, eval_se: float) -> RunFit:
+    return RunFit(sweep="s", variant=variant, status="ok", sse=sse, n_points=n_points, eval_se=eval_se)
 
 
 def test_the_pooled_ratio_sums_squares_over_degrees_of_freedom_times_eval_variance():
@@ -30,8 +30,8 @@ def test_the_pooled_ratio_sums_squares_over_degrees_of_freedom_times_eval_varian
             _run("b", 1.0, 3, 0.01),  # no residual degree of freedom: not pooled
             replace(_run("b", 1.0, 8, 0.01), status="flat")]  # not fitted: not pooled
     ratios = pooled_ratios(runs)
-    assert ratios["a"] == pytest.approx((3e-4 + 1e-4) / (3 * 0.01 ** 2 + 6 * 0.02 ** 2))
-    assert ratios["b"] == pytest.approx(2e-4 / (2 * 0.01 ** 2))
+    assert ratios[("s", "a")] == pytest.approx((3e-4 + 1e-4) / (3 * 0.01 ** 2 + 6 * 0.02 ** 2))
+    assert ratios[("s", "b")] == pytest.approx(2e-4 / (2 * 0.01 ** 2))
     assert below_pooled(runs[0], 2.0) and not below_pooled(runs[0], 0.5)  # 1e-4 / 1e-4 = 1
     assert not below_pooled(_run("a", 1e-9, 14, 0.01), 2.0)  # eleven degrees of freedom: its own estimate
 
