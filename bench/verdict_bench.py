@@ -21,6 +21,11 @@ rlscale.fit.run.fit_curve (fast method, default window); the table gives the sha
 of A holds the true A, over all fitted runs and over those whose A is called identified, and among these the
 mean and sd of the error of A (bias) and the median half-width of the interval.
 
+Part 1b, short fits: variants of three seeds (no seed spread, one eval set), each run 9 evals or the first
+25 % of 31, fitted as ``rlscale fit`` does (rlscale.fit.api.fit_curves: a fit of fewer than a dozen evals
+whose residual variance is below its variant's pooled level is refitted at that level) and, as the
+baseline measured in the same run, each run alone (rlscale.fit.run.fit_curve); same columns as Part 1.
+
 Part 2, LOO verdicts: each sweep (evals every 250 GPU-hours, drift 0.01 with 400 samples) has a base, NULL_AXES
 exact copies of it (null axes), one axis with dA = -0.06 and one with dB = -0.24 (the paper's DAPO effect), 10
 seeds per variant; it is fitted once and compared (rlscale.fit.compare.compare, sweep.json of kind "loo") on
@@ -61,7 +66,9 @@ from rlscale.fit.compare import compare  # noqa: E402
 from rlscale.fit.run import fit_curve  # noqa: E402
 from rlscale.fit.schema import (FINDINGS, LOWER_CEILING, LOWER_EFFICIENCY, NOT_IDENTIFIED, REASONS,  # noqa: E402
                                 UNRESOLVED, WITHIN_MARGIN, ComparisonRow, FitSettings, RunFit)
-from rlscale.testing.curves import TABLE1, EvalDraw, SeedSpread, drawn_curve, rise_x, seeded_loo_sweep  # noqa: E402
+from rlscale.fit.api import fit_curves  # noqa: E402
+from rlscale.testing.curves import (R0, TABLE1, CurveSpec, EvalDraw, SeedSpread, drawn_curve, rise_x,  # noqa: E402
+                                    seeded_loo_sweep, seeded_sweep)
 from rlscale.fit.window import describe_rule  # noqa: E402
 
 SPEC = TABLE1["scalerl"]
@@ -90,6 +97,16 @@ COVERAGE: Dict[str, Tuple[EvalDraw, Tuple[float, ...]]] = {
     "30 evals, 100 prompts x 4 (sd 2.5), drift 0.02": (EvalDraw(prompts=100, per_prompt=4, prompt_sd=2.5,
                                                                drift_sd=0.02), THIRTY_EVALS),
 }
+# Part 1b: name -> (true curve, how the evals are drawn, fraction of each run fitted, R0); SHORT_SEEDS seeds each
+SHORT_SEEDS = 3
+SHORT_FITS: Dict[str, Tuple[CurveSpec, EvalDraw, Optional[float], float]] = {
+    "9 evals, 400 prompts x 1 (sd 1.5), drift 0.01": (SPEC, EvalDraw(prompts=400, drift_sd=0.01,
+                                                                     every=NINE_EVALS[0]), None, R0),
+    "9 evals, 100 prompts x 4 (sd 2.5), drift 0.02": (SPEC, EvalDraw(prompts=100, per_prompt=4, prompt_sd=2.5,
+                                                                     drift_sd=0.02, every=NINE_EVALS[0]), None, R0),
+    "first 25 % of 31 evals, R0 0.02 -> A 0.45 (B 3), 1,000 prompts, drift 0.01": (
+        CurveSpec(5000, 3.0, 0.45), EvalDraw(prompts=1000, drift_sd=0.01, every=THIRTY_EVALS[0]), 0.25, 0.02),
+}
 # Part 2: name -> seed spread (every sweep drawn with SWEEP_DRAW)
 SPREADS: Dict[str, SeedSpread] = {
     "seed sd 0.012, shared by seed": SeedSpread(a_sd=0.012),
@@ -115,6 +132,28 @@ class Coverage:
         n, k = (self.identified, self.covered_identified) if identified else (self.fitted, self.covered)
         return k / n if n else math.nan
 
+    def add(self, run: RunFit, truth: float) -> None:
+        """Count one fitted run against the true A."""
+        self.runs += 1
+        if run.A_lo is None or run.A_hi is None:
+            return
+        self.fitted += 1
+        hit = run.A_lo <= truth <= run.A_hi
+        self.covered += hit
+        if run.A_identified:
+            self.identified += 1
+            self.covered_identified += hit
+            self.errors.append(run.A - truth)
+            self.half_widths.append((run.A_hi - run.A_lo) / 2)
+
+    def row(self, name: str) -> str:
+        """The table row of this noise model."""
+        errors = self.errors or [math.nan]
+        return (f"| {name} | {self.runs} | {self.identified / self.runs:.0%} | {_pct(self.rate())} | "
+                f"{_pct(self.rate(identified=True))} | {statistics.fmean(errors):+.4f} | "
+                f"{statistics.stdev(errors) if len(errors) > 1 else math.nan:.4f} | "
+                f"{statistics.median(self.half_widths) if self.half_widths else math.nan:.4f} |")
+
 
 def coverage(case: int, draw: EvalDraw, every: Sequence[float], n_runs: int, settings: FitSettings) -> Coverage:
     """Fit ``n_runs`` runs drawn by ``draw`` (eval spacing in turn from ``every``) and count the intervals that
@@ -122,19 +161,24 @@ def coverage(case: int, draw: EvalDraw, every: Sequence[float], n_runs: int, set
     out = Coverage(errors=[], half_widths=[])
     for index in range(n_runs):
         rng = np.random.default_rng([case, index])
-        run = fit_curve(drawn_curve(SPEC, replace(draw, every=every[index % len(every)]), rng), settings)
-        out.runs += 1
-        if run.A_lo is None or run.A_hi is None:
-            continue
-        out.fitted += 1
-        hit = run.A_lo <= SPEC.A <= run.A_hi
-        out.covered += hit
-        if run.A_identified:
-            out.identified += 1
-            out.covered_identified += hit
-            out.errors.append(run.A - SPEC.A)
-            out.half_widths.append((run.A_hi - run.A_lo) / 2)
+        out.add(fit_curve(drawn_curve(SPEC, replace(draw, every=every[index % len(every)]), rng), settings), SPEC.A)
     return out
+
+
+def short_fits(case: int, spec: CurveSpec, draw: EvalDraw, fraction: Optional[float], r0: float, n_sweeps: int,
+               settings: FitSettings) -> Tuple[Coverage, Coverage]:
+    """Part 1b: ``n_sweeps`` variants of SHORT_SEEDS seeds (no seed spread, one eval set each), fitted up to
+    ``fraction`` of each run; (pooled over the seeds as ``rlscale fit`` does, each run alone)."""
+    settings = replace(settings, fit_until_frac=fraction)
+    settings.cutoff_rule = describe_rule(settings)
+    pooled, alone = Coverage(errors=[], half_widths=[]), Coverage(errors=[], half_widths=[])
+    for index in range(n_sweeps):
+        curves, _ = seeded_sweep({"v": spec}, SHORT_SEEDS, np.random.default_rng([100 + case, index]), draw,
+                                 SeedSpread(a_sd=0.0), r0)
+        for out, runs in ((pooled, fit_curves(curves, settings)), (alone, [fit_curve(c, settings) for c in curves])):
+            for run in runs:
+                out.add(run, spec.A)
+    return pooled, alone
 
 
 def point_rule(row: ComparisonRow, margin: float) -> str:
@@ -254,11 +298,17 @@ def main() -> None:
     for case, (name, (draw, every)) in enumerate(COVERAGE.items()):
         c = coverage(case, draw, every, n_runs, settings)
         covered[name] = c.rate()
-        errors = c.errors or [math.nan]
-        lines.append(f"| {name} | {c.runs} | {c.identified / c.runs:.0%} | {_pct(c.rate())} | "
-                     f"{_pct(c.rate(identified=True))} | {statistics.fmean(errors):+.4f} | "
-                     f"{statistics.stdev(errors) if len(errors) > 1 else math.nan:.4f} | "
-                     f"{statistics.median(c.half_widths) if c.half_widths else math.nan:.4f} |")
+        lines.append(c.row(name))
+
+    lines += ["", "## Short fits: the residual level pooled over a variant's seeds", "",
+              f"Variants of {SHORT_SEEDS} seeds fitted as `rlscale fit` does (a fit of fewer than a dozen evals below "
+              "its variant's pooled residual level is refitted at that level) and, as the baseline in the same run, "
+              "each run alone.", "",
+              "| noise model | runs | identified | coverage, all | coverage, identified | mean error of A "
+              "(identified) | sd of error | median half-width |", "|---|---|---|---|---|---|---|---|"]
+    for case, (name, (spec, draw, fraction, r0)) in enumerate(SHORT_FITS.items()):
+        pooled, alone = short_fits(case, spec, draw, fraction, r0, max(1, n_runs // SHORT_SEEDS), settings)
+        lines += [pooled.row(f"{name}: pooled"), alone.row(f"{name}: baseline, each run alone")]
 
     lines += ["", "## LOO verdicts", "",
               f"{n_sweeps} sweeps per seed spread, {args.null_axes} null axes each; evals every 250 GPU-hours, "

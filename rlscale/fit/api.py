@@ -27,7 +27,7 @@ from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitResults, FitSettings, RunFit
 from rlscale.fit.window import describe_rule
 
-__all__ = ["fit_results", "write_outputs", "SourceError", "MetricError"]
+__all__ = ["fit_results", "fit_curves", "write_outputs", "SourceError", "MetricError"]
 
 
 def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
@@ -37,30 +37,37 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
     loaded = load_source(Path(source), settings.x, settings.y)
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
-    with ExitStack() as stack:
-        pool = None
-        if jobs > 1 and len(loaded.curves) > 1:
-            pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")))
-
-        def fit_all(curves: List[Curve], ratios: Iterable[Optional[float]]) -> Iterator[RunFit]:
-            if pool is None:
-                return map(_fit_guarded, curves, repeat(settings), ratios)
-            return pool.map(_fit_guarded, curves, repeat(settings), ratios,
-                            chunksize=max(1, len(loaded.curves) // (8 * jobs)))
-
-        runs = []
-        for run in fit_all(loaded.curves, repeat(None)):
-            runs.append(run)
-            if progress is not None:
-                progress(len(runs), len(loaded.curves))
-        ratios = pooled_ratios(runs)
-        short = [i for i, run in enumerate(runs) if pool_key(run) in ratios and below_pooled(run, ratios[pool_key(run)])]
-        refits = fit_all([loaded.curves[i] for i in short], [ratios[pool_key(runs[i])] for i in short])
-        for i, run in zip(short, refits):
-            runs[i] = run
+    runs = fit_curves(loaded.curves, settings, progress, jobs)
     results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
     clean(results)
     return results
+
+
+def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
+               jobs: int = 1) -> List[RunFit]:
+    """The RunFit of every curve, in ``jobs`` processes: each fitted once, then the short fits below their
+    variant's pooled residual level fitted again at that level (rlscale.fit.pooled)."""
+    with ExitStack() as stack:
+        pool = None
+        if jobs > 1 and len(curves) > 1:
+            pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")))
+
+        def fit_all(chosen: List[Curve], ratios: Iterable[Optional[float]]) -> Iterator[RunFit]:
+            if pool is None:
+                return map(_fit_guarded, chosen, repeat(settings), ratios)
+            return pool.map(_fit_guarded, chosen, repeat(settings), ratios,
+                            chunksize=max(1, len(curves) // (8 * jobs)))
+
+        runs = []
+        for run in fit_all(curves, repeat(None)):
+            runs.append(run)
+            if progress is not None:
+                progress(len(runs), len(curves))
+        ratios = pooled_ratios(runs)
+        short = [i for i, run in enumerate(runs) if pool_key(run) in ratios and below_pooled(run, ratios[pool_key(run)])]
+        for i, run in zip(short, fit_all([curves[i] for i in short], [ratios[pool_key(runs[i])] for i in short])):
+            runs[i] = run
+    return runs
 
 
 def write_outputs(results: FitResults, out: Path) -> List[Path]:
