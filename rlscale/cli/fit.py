@@ -13,7 +13,8 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from rlscale.fit.schema import METHOD_NAMES, X_UNITS
+from rlscale.fit.methods import METHOD
+from rlscale.fit.schema import X_UNITS
 from rlscale.options import FINITE, choices, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
 
 X_CHOICES = ("auto",) + X_UNITS
@@ -35,7 +36,7 @@ def fit_command(
                                             "check the prediction at the last eval beyond it."),
     predict_at: Optional[List[float]] = typer.Option(None, "--predict-at", help="Predict the reward at C "
                                                      "(repeatable)."),
-    method: str = typer.Option("fast", "--method", metavar=choices(METHOD_NAMES),
+    method: str = typer.Option("fast", "--method", metavar=choices(METHOD.names),
                                help="fast (continuous search) or paper (App. A.5 grid)."),
     margin: float = typer.Option(0.02, "--margin", help="Margin on A for ties (paper: 0.02)."),
     margin_b: float = typer.Option(0.10, "--margin-b", help="Band of 'within margin' on dB, a fraction of the base's "
@@ -62,8 +63,8 @@ def fit_command(
     try:
         if x not in X_CHOICES:
             raise UsageError(f"--x must be one of {', '.join(X_CHOICES)} (got {x!r})")
-        if method not in METHOD_NAMES:
-            raise UsageError(f"--method must be one of {', '.join(METHOD_NAMES)} (got {method!r})")
+        if method not in METHOD.names:
+            raise UsageError(f"--method must be one of {', '.join(METHOD.names)} (got {method!r})")
         check_ranges({"--margin": (margin, NON_NEGATIVE), "--margin-b": (margin_b, NON_NEGATIVE),
                       "--ci": (ci, OPEN_UNIT), "--n-boot": (n_boot, NON_NEGATIVE),
                       "--jobs": (jobs, NON_NEGATIVE), "--seed": (seed, NON_NEGATIVE), "--r0": (r0, FINITE),

@@ -198,7 +198,7 @@ class OffpolicyConfig:
                                     "steps a generator makes during one update", "Sec. 3.1")
 
 
-OFFPOLICY_K = OFFPOLICY.dispatch({"pipeline": "offpolicy.max_lag", "ppo": "offpolicy.batches_per_version"})
+OFFPOLICY_K = OFFPOLICY.table({"pipeline": "offpolicy.max_lag", "ppo": "offpolicy.batches_per_version"})
 """The field holding each off-policy mode's k (Sec. 3.1)."""
 
 

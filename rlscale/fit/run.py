@@ -63,7 +63,7 @@ from rlscale.fit.correlated import MIN_DEGREES, ResidualNoise, estimate_residual
 from rlscale.fit.curves import Curve
 from rlscale.fit.fast import fit_fast
 from rlscale.fit.forms import N_PARAMS, SigmoidParams, power_law, sigmoid
-from rlscale.fit.methods import FITTERS
+from rlscale.fit.methods import fitter
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
 from rlscale.fit.profile import profile_interval_a
@@ -101,7 +101,7 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
     if np.ptp(np.append(y, run.R0)) == 0:
         return _finish(run, "flat", [f"constant reward {run.R0:.4g}"] + notes)
     space = search_space(settings, window)
-    params = FITTERS[settings.method](x, y, run.R0, space)
+    params = fitter(settings.method)(x, y, run.R0, space)
     run.A, run.B, run.C_mid, run.sse = params.A, params.B, params.C_mid, params.sse
     sst = float(np.sum((y - y.mean()) ** 2))
     run.r2 = 1 - params.sse / sst if sst > 0 else None

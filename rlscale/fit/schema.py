@@ -18,7 +18,6 @@ FITTED_STATUSES = ("ok", "repaired")
 
 # x units a fit can use. gpu_hours and core_hours are measured (wall time x devices, or CPU core-seconds):
 # they move with machine load. flops, samples, tokens and step are counted, so identical runs give identical x.
-METHOD_NAMES = ("fast", "paper")  # rlscale.fit.methods.FITTERS: continuous search, App. A.5 grid
 X_UNITS = ("gpu_hours", "core_hours", "flops", "samples", "tokens", "step")
 MEASURED_UNITS = ("gpu_hours", "core_hours")
 X_LABELS = {"gpu_hours": "GPU-hours (measured)", "core_hours": "CPU core-hours (measured)",

@@ -24,19 +24,19 @@ from rlscale.config.registry import NORMALIZATION
 from rlscale.rl.groups import Groups
 
 
-def _by_group(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+def by_group(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+    """``group``: divided by the std of the sequence's group."""
     return centered / (groups.mean(centered.square()).sqrt()[groups.index] + eps)
 
 
-def _by_batch(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+def by_batch(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+    """``batch``: divided by the std of the whole batch."""
     return centered / (centered.std(unbiased=False) + eps)
 
 
-def _unscaled(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+def unscaled(centered: Tensor, groups: Groups, eps: float) -> Tensor:
+    """``none``: not divided."""
     return centered
-
-
-_NORMALIZE = NORMALIZATION.dispatch({"batch": _by_batch, "group": _by_group, "none": _unscaled})
 
 
 def compute_advantages(rewards: Tensor, group_ids: Tensor, normalization: str,
@@ -48,10 +48,10 @@ def compute_advantages(rewards: Tensor, group_ids: Tensor, normalization: str,
     normalization: one of ``rlscale.config.registry.NORMALIZATION`` (see the module docstring).
     Returns [N], the dtype and device of ``rewards``.
     """
-    NORMALIZATION.check(normalization)
+    normalize = NORMALIZATION.load(normalization)
     if rewards.shape != group_ids.shape or rewards.dim() != 1:
         raise ValueError(f"rewards {tuple(rewards.shape)} and group_ids {tuple(group_ids.shape)} must both "
                          "be [N]")
     groups = Groups.of(group_ids)
     centered = rewards - groups.mean(rewards)[groups.index]
-    return _NORMALIZE[normalization](centered, groups, eps)
+    return normalize(centered, groups, eps)

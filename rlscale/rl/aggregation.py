@@ -25,24 +25,20 @@ from rlscale.config.registry import AGGREGATION
 from rlscale.rl.groups import Groups
 
 
-def _token_denominator(lengths: Tensor, groups: Groups) -> Tensor:
+def token_denominator(lengths: Tensor, groups: Groups) -> Tensor:
+    """``token``: [N] the masked tokens of the whole batch, for every sequence."""
     return lengths.sum().expand_as(lengths)
 
 
-def _sample_denominator(lengths: Tensor, groups: Groups) -> Tensor:
+def sample_denominator(lengths: Tensor, groups: Groups) -> Tensor:
+    """``sample``: [N] S |y_i|."""
     return lengths * (lengths > 0).sum()
 
 
-def _prompt_denominator(lengths: Tensor, groups: Groups) -> Tensor:
+def prompt_denominator(lengths: Tensor, groups: Groups) -> Tensor:
+    """``prompt``: [N] P times the masked tokens of the sequence's group."""
     group_lengths = groups.sum(lengths)
     return group_lengths[groups.index] * (group_lengths > 0).sum()
-
-
-_DENOMINATORS = AGGREGATION.dispatch({
-    "prompt": _prompt_denominator,
-    "sample": _sample_denominator,
-    "token": _token_denominator,
-})
 
 
 def aggregation_weights(mask: Tensor, group_ids: Tensor, mode: str) -> Tensor:
@@ -53,11 +49,11 @@ def aggregation_weights(mask: Tensor, group_ids: Tensor, mode: str) -> Tensor:
     mode:      one of ``rlscale.config.registry.AGGREGATION``.
     Returns [N, T], the dtype and device of ``mask``, no grad.
     """
-    AGGREGATION.check(mode)
+    denominator_of = AGGREGATION.load(mode)
     if mask.dim() != 2 or group_ids.shape != mask.shape[:1]:
         raise ValueError(f"mask must be [N, T] and group_ids [N], got {tuple(mask.shape)} and "
                          f"{tuple(group_ids.shape)}")
     mask = mask.detach()
-    denominator = _DENOMINATORS[mode](mask.sum(-1), Groups.of(group_ids))
+    denominator = denominator_of(mask.sum(-1), Groups.of(group_ids))
     inverse = torch.where(denominator > 0, denominator.reciprocal(), torch.zeros_like(denominator))
     return mask * inverse.unsqueeze(-1)

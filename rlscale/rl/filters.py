@@ -8,7 +8,8 @@
 - No-Positive-Resampling (NPR): each prompt's history of pass rates is kept; a prompt whose recent pass
   rate (its latest epoch's, by default) reaches the threshold (paper: 0.9) is absent from every later
   epoch ("adaptive prompt filtering"). ``NoPositiveResamplingPool`` with ``enabled=False`` is the
-  baseline's uniform resampling.
+  baseline's uniform resampling. ``no_positive_resampling`` and ``uniform_resampling`` build the pool of
+  each ``curriculum.name``.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
+from rlscale.config.schema import CurriculumConfig
 from rlscale.rl.groups import Groups
 
 
@@ -183,3 +185,14 @@ class NoPositiveResamplingPool:
         self._order = list(state["order"])
         self._position = int(state["position"])
         self._epoch = int(state["epoch"])
+
+
+def no_positive_resampling(num_prompts: int, cfg: CurriculumConfig) -> NoPositiveResamplingPool:
+    """``curriculum=no_positive_resampling``: a prompt whose recent pass rate reaches ``cfg.threshold`` leaves
+    the pool for good (ScaleRL, Sec. 3.2)."""
+    return NoPositiveResamplingPool(num_prompts, cfg.threshold, enabled=True, window=cfg.window)
+
+
+def uniform_resampling(num_prompts: int, cfg: CurriculumConfig) -> NoPositiveResamplingPool:
+    """``curriculum=uniform``: every epoch holds the whole pool (Section-2 baseline)."""
+    return NoPositiveResamplingPool(num_prompts, cfg.threshold, enabled=False, window=cfg.window)

@@ -8,11 +8,15 @@ baseline's).
 - DAPO overlong penalty (Yu et al. 2025, "overlong reward shaping"), added to the reward of correct
   traces: clip((l_max - |y|) / l_cache - 1, -1, 0), i.e. 0 up to l_max - l_cache tokens, then linear
   down to -1 at l_max and beyond (paper: l_max 14k, l_cache 2k).
+
+``overlong_penalty`` and ``unshaped`` are the reward shaping of each ``length.name``.
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from rlscale.config.schema import LengthConfig
 
 
 def dapo_length_penalty(lengths: Tensor, correct: Tensor, l_max: int, l_cache: int) -> Tensor:
@@ -28,6 +32,17 @@ def dapo_length_penalty(lengths: Tensor, correct: Tensor, l_max: int, l_cache: i
         raise ValueError(f"lengths {tuple(lengths.shape)} and correct {tuple(correct.shape)} differ")
     penalty = ((l_max - lengths.float()) / l_cache - 1.0).clamp(-1.0, 0.0)
     return torch.where(correct.bool(), penalty, torch.zeros_like(penalty))
+
+
+def overlong_penalty(rewards: Tensor, lengths: Tensor, correct: Tensor, cfg: LengthConfig) -> Tensor:
+    """``length=penalty``: [N] the rewards plus the DAPO overlong penalty of ``cfg.l_max`` and ``cfg.l_cache``."""
+    return rewards + dapo_length_penalty(lengths, correct, cfg.l_max, cfg.l_cache)
+
+
+def unshaped(rewards: Tensor, lengths: Tensor, correct: Tensor, cfg: LengthConfig) -> Tensor:
+    """``length=interruption`` and ``length=none``: [N] the rewards as they are (an interruption acts in the
+    generators)."""
+    return rewards
 
 
 def interruption_length(window: tuple[int, int], generator: torch.Generator) -> int:

@@ -21,6 +21,8 @@ not, and get neither loss nor gradient.
   truncated from above at cispo_cap (the ratio itself, e.g. 4, not 1 + eps) and carries no gradient;
   the gradient flows only through log pi. There is no lower clip (lower bound 0): eps_low and eps_high
   are unused.
+- a loss of one's own: ``loss.name=module:attribute`` naming a function of the shape ``PolicyLoss``
+  (docs/extending.md); the corrections below apply to it too.
 
 Corrections applied on top of any loss, per token:
 - ``tis_cap``: truncated importance sampling (TIS) for the trainer/generator mismatch, as Yao et al. 2025
@@ -36,7 +38,7 @@ Corrections applied on top of any loss, per token:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Protocol
 
 import torch
 from torch import Tensor
@@ -80,7 +82,7 @@ class LossInputs:
 class LossSpec:
     """Which loss and its knobs; field names match ``rlscale.config.schema.LossConfig``.
 
-    name:      one of ``rlscale.config.registry.LOSS``.
+    name:      one of ``rlscale.config.registry.LOSS``, or a plug-in ``module:attribute`` naming a ``PolicyLoss``.
     eps_low:   lower clip, ratio >= 1 - eps_low (grpo, dapo, gspo; unused by cispo).
     eps_high:  upper clip, ratio <= 1 + eps_high (grpo, dapo, gspo; unused by cispo).
     cispo_cap: cispo's cap on the ratio itself (unused by the others).
@@ -118,31 +120,50 @@ class LossOutputs:
 
 
 @dataclass(frozen=True)
-class _Tokens:
-    """What every loss reads, with positions outside the mask neutralised (log-probs 0, ratio 1)."""
+class LossTokens:
+    """What every loss reads, with positions outside the mask neutralised (log-probs 0, ratio 1).
 
-    logp: Tensor        # [N, T]
-    log_ratio: Tensor   # [N, T] logp - gen_logp
-    advantages: Tensor  # [N, 1]
-    mask: Tensor        # [N, T] float
+    logp:       [N, T] current policy log-prob of each sampled token (requires grad).
+    log_ratio:  [N, T] logp minus the log-prob the ratio is taken against (the generator's, or pi_old's
+                under ``tis_cap``).
+    advantages: [N, 1] one advantage per sequence.
+    mask:       [N, T] float, 1 = completion token in the loss.
+    """
+
+    logp: Tensor
+    log_ratio: Tensor
+    advantages: Tensor
+    mask: Tensor
 
 
 @dataclass(frozen=True)
-class _PolicyTerm:
-    loss: Tensor     # [N, T] policy-gradient term
-    ratio: Tensor    # [N, T] the ratio it uses, detached
-    clipped: Tensor  # [N, T] bool, the clip is active
+class PolicyTerm:
+    """What a loss returns. loss: [N, T] its policy-gradient term per token (masked, corrected and aggregated
+    by the caller); ratio: [N, T] the ratio it uses, detached (``ratio_mean``); clipped: [N, T] bool, where its
+    clip is active (``clip_fraction``)."""
+
+    loss: Tensor
+    ratio: Tensor
+    clipped: Tensor
 
 
-def _ppo_clip(ratio: Tensor, advantages: Tensor, spec: LossSpec) -> _PolicyTerm:
+class PolicyLoss(Protocol):
+    """A loss of ``loss.name`` (Sec. 3.2): ``token_ppo`` (grpo, dapo), ``gspo``, ``cispo``, or a plug-in
+    ``module:attribute`` naming a function of this shape. ``policy_loss`` applies the TIS and KL corrections,
+    the mask and the diagnostics around it."""
+
+    def __call__(self, tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
+        ...
+
+
+def _ppo_clip(ratio: Tensor, advantages: Tensor, spec: LossSpec) -> PolicyTerm:
     """-min(ratio A, clip(ratio, 1 - eps_low, 1 + eps_high) A); clipped where the second term wins."""
     unclipped = ratio * advantages
     clipped = ratio.clamp(1.0 - spec.eps_low, 1.0 + spec.eps_high) * advantages
-    return _PolicyTerm(loss=-torch.minimum(unclipped, clipped), ratio=ratio.detach(),
-                       clipped=clipped < unclipped)
+    return PolicyTerm(loss=-torch.minimum(unclipped, clipped), ratio=ratio.detach(), clipped=clipped < unclipped)
 
 
-def _token_ppo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
+def token_ppo(tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
     """grpo / dapo: PPO-clip on the token ratio."""
     return _ppo_clip(tokens.log_ratio.exp(), tokens.advantages, spec)
 
@@ -153,26 +174,17 @@ def sequence_log_ratio(log_ratio: Tensor, mask: Tensor) -> Tensor:
     return (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
 
 
-def _gspo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
+def gspo(tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
     """gspo: PPO-clip on s_it = sg(s_i) * pi(y_it) / sg(pi(y_it))."""
     seq = sequence_log_ratio(tokens.log_ratio, tokens.mask).detach().unsqueeze(-1)
     return _ppo_clip((seq + tokens.logp - tokens.logp.detach()).exp(), tokens.advantages, spec)
 
 
-def _cispo(tokens: _Tokens, spec: LossSpec) -> _PolicyTerm:
+def cispo(tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
     """cispo: -sg(min(rho, cispo_cap)) A log pi."""
     ratio = tokens.log_ratio.detach().exp()
     weight = ratio.clamp(max=spec.cispo_cap)
-    return _PolicyTerm(loss=-weight * tokens.advantages * tokens.logp, ratio=ratio,
-                       clipped=ratio > spec.cispo_cap)
-
-
-_LOSSES = LOSS.dispatch({
-    "grpo": _token_ppo,
-    "dapo": _token_ppo,
-    "gspo": _gspo,
-    "cispo": _cispo,
-})
+    return PolicyTerm(loss=-weight * tokens.advantages * tokens.logp, ratio=ratio, clipped=ratio > spec.cispo_cap)
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -192,7 +204,8 @@ def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
 
 
 def policy_loss(inp: LossInputs, spec: LossSpec) -> LossOutputs:
-    """The loss per token of ``spec.name`` with the optional TIS and KL corrections (module docstring).
+    """The loss per token of ``spec.name`` (its ``PolicyLoss``, from ``rlscale.config.registry.LOSS``) with the
+    optional TIS and KL corrections (module docstring).
 
     Aggregate with ``(aggregation_weights(...) * out.per_token).sum()``.
     """
@@ -201,9 +214,9 @@ def policy_loss(inp: LossInputs, spec: LossSpec) -> LossOutputs:
     gen_logp = torch.where(valid, inp.gen_logp, 0.0)
     tis = spec.tis_cap is not None and inp.prox_logp is not None
     old_logp = torch.where(valid, inp.prox_logp, 0.0) if tis else gen_logp
-    tokens = _Tokens(logp=logp, log_ratio=logp - old_logp, advantages=inp.advantages.unsqueeze(-1),
-                     mask=inp.mask)
-    term = _LOSSES[spec.name](tokens, spec)
+    tokens = LossTokens(logp=logp, log_ratio=logp - old_logp, advantages=inp.advantages.unsqueeze(-1),
+                        mask=inp.mask)
+    term = LOSS.load(spec.name)(tokens, spec)
     per_token = term.loss
     if tis:
         per_token = per_token * truncated_is_weight(old_logp, gen_logp, spec.tis_cap)

@@ -80,6 +80,8 @@ class ReasoningGymTask:
     validation split is ``cfg.val_size`` distinct prompts drawn with a different seed, none of them a
     training prompt, so it is held out by construction."""
 
+    name: str  # reasoning_gym/<task.dataset>
+
     def __init__(self, cfg: TaskConfig):
         import reasoning_gym
 

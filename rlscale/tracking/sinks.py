@@ -95,19 +95,16 @@ def _plain(cfg: DictConfig) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
-def _tensorboard(cfg: DictConfig, run_dir: Path) -> TensorBoardSink:
+def tensorboard_sink(cfg: DictConfig, run_dir: Path) -> TensorBoardSink:
+    """``logger=tensorboard``: event files in ``logger.dir``, else ``tensorboard/`` in the run folder."""
     return TensorBoardSink(Path(cfg.logger.dir) if cfg.logger.dir else Path(run_dir) / "tensorboard")
 
 
-def _no_tracker(cfg: DictConfig, run_dir: Path) -> None:
+def no_tracker(cfg: DictConfig, run_dir: Path) -> None:
+    """``logger=none``: metrics.jsonl only."""
     return None
-
-
-_TRACKERS = LOGGER.dispatch({"none": _no_tracker, "tensorboard": _tensorboard, "wandb": WandbSink,
-                             "mlflow": MlflowSink})
 
 
 def open_tracker(cfg: DictConfig, run_dir: Path) -> Optional[MetricsSink]:
     """The tracker ``cfg.logger`` names, or None for ``logger=none``."""
-    LOGGER.check(cfg.logger.name)
-    return _TRACKERS[cfg.logger.name](cfg, Path(run_dir))
+    return LOGGER.load(cfg.logger.name)(cfg, Path(run_dir))

@@ -1,7 +1,8 @@
 """Build everything one run needs from its config: task, tokenizer, policy, generator, learner,
 curriculum pool, rollout source, compute meter. The loop only sees these interfaces, so the
-generator (torch | vllm), the learner (torch | deepspeed) and the off-policy mode (ppo | pipeline) are
-swapped here without touching it."""
+generator (torch | vllm), the learner (torch | deepspeed), the off-policy mode (ppo | pipeline) and the
+rest are swapped here without touching it: each is the factory that ``rlscale.config.registry`` names for the
+configured choice, imported only when chosen."""
 from __future__ import annotations
 
 import copy
@@ -13,18 +14,18 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from rlscale.config.registry import CURRICULUM, DEVICE, LEARNER, MODEL, OFFPOLICY, TASK
 from rlscale.config.schema import RunConfig
 from rlscale.core.protocols import Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.engines.models.policy import count_parameters
-from rlscale.engines.models.thinking import resolve_think, template_thinks
+from rlscale.engines.models.thinking import resolve_think
 from rlscale.gpus import driver_gpu_count
 from rlscale.rl import LossSpec, NoPositiveResamplingPool
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.train.compute import ComputeMeter
-from rlscale.train.offpolicy.ppo import PPOOffPolicySource
 from rlscale.train.rollouts import RolloutSampler, RolloutSource
 
 
@@ -48,20 +49,32 @@ def typed(cfg: DictConfig) -> RunConfig:
     return OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg
 
 
+def cuda_device() -> torch.device:
+    """``engine.device=cuda``: under a multi-process launch each rank takes the GPU of its LOCAL_RANK."""
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def cpu_device() -> torch.device:
+    """``engine.device=cpu``."""
+    return torch.device("cpu")
+
+
+def auto_device() -> torch.device:
+    """``engine.device=auto``: CUDA when available, else CPU, but never CPU while the machine has GPUs that this
+    process cannot see (hidden by ``CUDA_VISIBLE_DEVICES`` or a CPU build of torch)."""
+    if torch.cuda.is_available():
+        return cuda_device()
+    hidden = driver_gpu_count()
+    if hidden:
+        raise RuntimeError(f"engine.device=auto: this machine has {hidden} GPU(s) but this process "
+                           f"sees none (CUDA_VISIBLE_DEVICES='{os.environ.get('CUDA_VISIBLE_DEVICES', '')}', "
+                           f"torch {torch.__version__}); set engine.device=cpu to train on the CPU")
+    return cpu_device()
+
+
 def pick_device(name: str) -> torch.device:
-    """``auto``: CUDA when available, else CPU, but never CPU while the machine has GPUs that this process
-    cannot see (hidden by ``CUDA_VISIBLE_DEVICES`` or a CPU build of torch). Under a multi-process launch each
-    rank takes the GPU of its LOCAL_RANK."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-        hidden = driver_gpu_count() if name == "cpu" else 0
-        if hidden:
-            raise RuntimeError(f"engine.device=auto: this machine has {hidden} GPU(s) but this process "
-                               f"sees none (CUDA_VISIBLE_DEVICES='{os.environ.get('CUDA_VISIBLE_DEVICES', '')}', "
-                               f"torch {torch.__version__}); set engine.device=cpu to train on the CPU")
-    if name == "cuda":
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device(name)
+    """The device ``engine.device`` names (``rlscale.config.registry.DEVICE``)."""
+    return DEVICE.load(name)()
 
 
 def prepare_process(cfg: RunConfig) -> torch.device:
@@ -78,28 +91,16 @@ def prepare_process(cfg: RunConfig) -> torch.device:
 
 
 def build_task(cfg: RunConfig) -> FormattedTask:
-    """The configured task, its prompts and verification in ``task.answer_format``."""
-    from rlscale.tasks.registry import build_task as registry_build
-
-    return FormattedTask(registry_build(cfg.task), AnswerFormat(cfg.task.answer_format))
+    """The task ``task.name`` builds (its module imported now; a plug-in's included), its prompts and
+    verification in ``task.answer_format``."""
+    return FormattedTask(TASK.load(cfg.task.name)(cfg.task), AnswerFormat(cfg.task.answer_format))
 
 
 def build_policy(cfg: RunConfig, task: Task, device: torch.device):
-    """(model, tokenizer): the cached warmed-up tiny Llama (warmed up with thinking on), or a local HF
-    checkpoint; the tokenizer renders prompts with ``generation.think`` resolved for that model."""
-    if cfg.model.name == "tiny":
-        from rlscale.engines.models.char_tokenizer import CharTokenizer
-        from rlscale.engines.models.tiny_model import load_or_build_tiny
-
-        tok = CharTokenizer(cfg.length.phrase)
-        model = load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir))
-        model_thinks = True
-    else:
-        from rlscale.engines.models.hf_model import load_hf_policy_for_training
-
-        model, tok = load_hf_policy_for_training(cfg.model, cfg.length.phrase, Path(cfg.cache_dir))
-        model_thinks = template_thinks(tok.tokenizer.chat_template)
-    tok = replace(tok, think=resolve_think(cfg.generation.think, model_thinks, cfg.length.name))
+    """(model, tokenizer) of ``model.name``: the cached warmed-up tiny Llama or a local HF checkpoint; the
+    tokenizer renders prompts with ``generation.think`` resolved for that model."""
+    model, tok = MODEL.load(cfg.model.name)(cfg, task)
+    tok = replace(tok, think=resolve_think(cfg.generation.think, tok.think, cfg.length.name))
     return model.to(device).eval(), tok
 
 
@@ -113,27 +114,21 @@ def longest_sequence(task: Task, tok, generator) -> int:
     return max(len(tok.encode_prompt(p.prompt)) for p in task.train_problems()) + longest_completion
 
 
-def build_learner(cfg: RunConfig, model, max_width: int = 0):
-    spec = LossSpec(**asdict(cfg.loss))
+def build_learner(cfg: RunConfig, model, max_width: int = 0) -> Learner:
+    """The learner of ``engine.learner``, with a frozen copy of the policy as the KL reference when
+    ``loss.kl_coef`` > 0."""
     ref_model = copy.deepcopy(model).eval() if cfg.loss.kl_coef > 0 else None
-    if cfg.engine.learner == "deepspeed":
-        from rlscale.engines.learners.deepspeed_learner import DeepSpeedLearner
+    return LEARNER.load(cfg.engine.learner)(cfg, model, LossSpec(**asdict(cfg.loss)), ref_model, max_width)
 
-        return DeepSpeedLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                                cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, ref_model=ref_model)
-    from rlscale.engines.learners.torch_learner import TorchLearner
 
-    return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                        micro_batch=cfg.batch.micro_batch, ref_model=ref_model,
-                        compiled=cfg.engine.compile and next(model.parameters()).is_cuda, max_width=max_width)
+def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:
+    """The pool of ``curriculum.name`` over the first ``curriculum.pool_size`` of ``split`` training prompts."""
+    return CURRICULUM.load(cfg.curriculum.name)(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum)
 
 
 def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) -> RolloutSource:
-    if cfg.offpolicy.name == "pipeline":
-        from rlscale.train.offpolicy.pipeline import PipelineSource
-
-        return PipelineSource(cfg.offpolicy, GeneratorSettings.of(cfg), cfg.batch, sampler, model, run_dir)
-    return PPOOffPolicySource(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version, model)
+    """The rollout source of ``offpolicy.name`` (Sec. 3.1)."""
+    return OFFPOLICY.load(cfg.offpolicy.name)(cfg, sampler, model, run_dir)
 
 
 def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
@@ -144,10 +139,7 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
     compiles = cfg.engine.compile and device.type == "cuda"
     learner = build_learner(cfg, model, longest_sequence(task, tok, generator) if compiles else 0)
-    split = len(task.train_problems())
-    pool = NoPositiveResamplingPool(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum.threshold,
-                                    enabled=cfg.curriculum.name == "no_positive_resampling",
-                                    window=cfg.curriculum.window)
+    pool = build_pool(cfg, len(task.train_problems()))
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type,
                          torch.cuda.device_count() if device.type == "cuda" else 1)

@@ -8,10 +8,11 @@ from typing import Callable, List, Protocol
 
 import torch
 
+from rlscale.config.registry import LENGTH
 from rlscale.config.schema import FilteringConfig, LengthConfig
 from rlscale.core.protocols import Generator, PolicyTokenizer
 from rlscale.core.types import Completion
-from rlscale.rl import NoPositiveResamplingPool, dapo_length_penalty
+from rlscale.rl import NoPositiveResamplingPool
 from rlscale.tasks.base import Problem, Task
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.compute import ComputeMeter
@@ -27,12 +28,10 @@ def score_completion(task: Task, problem: Problem, completion: Completion) -> bo
 
 
 def rewards_for(completions: List[Completion], correct: List[bool], length_cfg: LengthConfig) -> List[float]:
-    """+1 / -1, plus the DAPO overlong penalty on correct traces when length control is ``penalty``."""
+    """+1 / -1, shaped by the length control (``length=penalty``: the DAPO overlong penalty on correct traces)."""
     rewards = torch.tensor([1.0 if c else -1.0 for c in correct])
-    if length_cfg.name == "penalty":
-        lengths = torch.tensor([len(c.tokens) for c in completions])
-        rewards = rewards + dapo_length_penalty(lengths, torch.tensor(correct), length_cfg.l_max, length_cfg.l_cache)
-    return rewards.tolist()
+    lengths = torch.tensor([len(c.tokens) for c in completions])
+    return LENGTH.load(length_cfg.name)(rewards, lengths, torch.tensor(correct), length_cfg).tolist()
 
 
 class RolloutSampler:

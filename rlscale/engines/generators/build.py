@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from rlscale.config.registry import GENERATOR
 from rlscale.config.schema import GenerationConfig, LengthConfig, RunConfig
 from rlscale.core.protocols import Generator, PolicyTokenizer
 
@@ -31,11 +32,5 @@ class GeneratorSettings:
 
 
 def build_generator(settings: GeneratorSettings, model, tok: PolicyTokenizer, device: torch.device) -> Generator:
-    if settings.backend == "vllm":
-        from rlscale.engines.generators.vllm_generator import VLLMGenerator
-
-        return VLLMGenerator(model, tok, settings.generation, settings.length, settings.fp32_head, settings.seed)
-    from rlscale.engines.generators.torch_generator import TorchGenerator
-
-    return TorchGenerator(model, tok, settings.generation, settings.length, settings.fp32_head, device,
-                          compiled=settings.compiled, think=tok.think)
+    """The generator of ``settings.backend`` (``rlscale.config.registry.GENERATOR``), its module imported now."""
+    return GENERATOR.load(settings.backend)(settings, model, tok, device)

@@ -23,6 +23,7 @@ from rlscale.config.schema import GenerationConfig, LengthConfig
 from rlscale.core.protocols import PolicyTokenizer
 from rlscale.core.types import Completion, GenerationStats
 from rlscale.engines.generators import static_decoder
+from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.engines.generators.graph_decode import GraphDecoder
 from rlscale.engines.generators.phases import PhaseRules, TracePhases, left_pad
 from rlscale.engines.models.policy import head_logits
@@ -59,6 +60,13 @@ class TorchGenerator:
         if device.type == "cuda" and static_decoder.supports(model):
             self.engine = GraphDecoder(model, self.rules, fp32_head, gen_cfg.temperature, self._longest_budget(),
                                        compiled=compiled)
+
+    @classmethod
+    def from_settings(cls, settings: GeneratorSettings, model, tok: PolicyTokenizer,
+                      device: torch.device) -> "TorchGenerator":
+        """``engine.generator=torch``: on ``device``, compiled on CUDA when ``settings.compiled``."""
+        return cls(model, tok, settings.generation, settings.length, settings.fp32_head, device,
+                   compiled=settings.compiled, think=tok.think)
 
     @property
     def max_new_tokens(self) -> int:

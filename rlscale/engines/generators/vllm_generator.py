@@ -28,6 +28,7 @@ import torch
 from rlscale.config.schema import GenerationConfig, LengthConfig
 from rlscale.core.protocols import PolicyTokenizer
 from rlscale.core.types import Completion, GenerationStats
+from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.engines.generators.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
 from rlscale.engines.generators.vllm_trace import EngineRequest, Trace, TraceRules
 
@@ -53,6 +54,12 @@ class VLLMGenerator:
         self.version = 0
         self._prefix_cache_stale = False
         self._next_request = 0
+
+    @classmethod
+    def from_settings(cls, settings: GeneratorSettings, model, tok: PolicyTokenizer,
+                      device: torch.device) -> "VLLMGenerator":
+        """``engine.generator=vllm``: vLLM places the engine itself; the engine seed is the run's."""
+        return cls(model, tok, settings.generation, settings.length, settings.fp32_head, settings.seed)
 
     # -- weights -------------------------------------------------------------------------------
     def load_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:

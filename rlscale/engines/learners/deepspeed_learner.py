@@ -46,7 +46,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from rlscale.config.schema import OptimConfig
+from rlscale.config.schema import OptimConfig, RunConfig
 from rlscale.core.types import StepResult, TrainBatch
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
 from rlscale.engines.models.policy import token_logprobs
@@ -208,6 +208,14 @@ class DeepSpeedLearner:
                                                     lr_scheduler=self.scheduler, config=config)
         self.engine.eval()
         self.closed = False
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, model: nn.Module, spec: LossSpec, ref_model: Optional[nn.Module] = None,
+                    max_width: int = 0) -> "DeepSpeedLearner":
+        """``engine.learner=deepspeed``: ZeRO stage ``engine.zero_stage``; batches keep their own width
+        (``max_width`` is the torch learner's)."""
+        return cls(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
+                   cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, ref_model=ref_model)
 
     # -- rank 0's calls, mirrored by the followers ---------------------------------------------------
     def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:

@@ -33,7 +33,7 @@ from typing import List, Tuple
 
 import torch
 
-from rlscale.config.schema import OptimConfig
+from rlscale.config.schema import OptimConfig, RunConfig
 from rlscale.core.types import StepResult, TrainBatch
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
 from rlscale.engines.models.policy import head_logprobs, token_logprobs
@@ -115,6 +115,13 @@ class TorchLearner:
         self.master = MasterWeights(trainable) if first.dtype in (torch.bfloat16, torch.float16) else None
         params = self.master.master if self.master is not None else trainable
         self.optimizer, self.scheduler = build_optimizer(model, optim_cfg, params, fused=self.device.type == "cuda")
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, model, spec: LossSpec, ref_model=None, max_width: int = 0) -> "TorchLearner":
+        """``engine.learner=torch``: compiled when ``engine.compile`` and the model is on CUDA."""
+        return cls(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
+                   micro_batch=cfg.batch.micro_batch, ref_model=ref_model,
+                   compiled=cfg.engine.compile and next(model.parameters()).is_cuda, max_width=max_width)
 
     def _micro_batches(self, n: int) -> List[slice]:
         size = self.micro_batch if self.micro_batch > 0 else n

@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from rlscale.config.schema import ModelConfig
+from rlscale.config.schema import ModelConfig, RunConfig
 from rlscale.core.types import THINK_CLOSE, THINK_OPEN
+from rlscale.engines.models.thinking import template_thinks
+from rlscale.tasks.base import Task
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -204,8 +206,8 @@ class HFPolicyTokenizer:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
 
-def load_hf_policy_for_training(cfg: ModelConfig, interruption_phrase: str,
-                                cache_dir: Optional[Path] = None) -> Tuple["PreTrainedModel", HFPolicyTokenizer]:
-    """(model on CPU, policy tokenizer) for the trainer, which moves the model to its device."""
-    model, tokenizer = load_hf_policy(cfg, "cpu", cache_dir)
-    return model, HFPolicyTokenizer(tokenizer, interruption_phrase)
+def hf_policy(cfg: RunConfig, task: Task) -> Tuple["PreTrainedModel", HFPolicyTokenizer]:
+    """``model.name=hf``: (model on CPU, policy tokenizer) for the trainer, which moves the model to its device;
+    the tokenizer thinks when the chat template knows a thinking turn (``generation.think=auto``'s answer)."""
+    model, tokenizer = load_hf_policy(cfg.model, "cpu", Path(cfg.cache_dir))
+    return model, HFPolicyTokenizer(tokenizer, cfg.length.phrase, think=template_thinks(tokenizer.chat_template))

@@ -21,15 +21,14 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from rlscale.config.schema import ModelConfig, TaskConfig
+from rlscale.config.registry import TASK
+from rlscale.config.schema import ModelConfig, RunConfig, TaskConfig
 from rlscale.core import types as core_types
 from rlscale.core.types import THINK_CLOSE
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.results.atomic import atomic_write
-from rlscale.tasks import registry as task_registry
 from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Demonstration, Task
-from rlscale.tasks.reasoning_gym import ReasoningGymTask
 
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)
 
@@ -96,21 +95,24 @@ def supervised_warmup(model: LlamaForCausalLM, seqs: List[Tuple[List[int], int]]
     return losses
 
 
-# The code that determines the warm-up's weights: the source file of each of these is part of the cache key,
-# so a checkpoint cached before a change to any of them is never loaded after it. The math task is absent: it
-# gives no demonstrations, so it never builds a warm-up.
+# The code that determines the warm-up's weights: the source file of each of these, and of the task class the
+# task config builds (``warmup_code``: its problems, their order and their worked demonstrations), is part of the
+# cache key, so a checkpoint cached before a change to any of them is never loaded after it.
 WARMUP_CODE: Tuple[object, ...] = (
     build_tiny_llama,  # this module: the model's shape, the warm-up's sequences, noise, optimizer and loop
     CharTokenizer,  # the vocabulary and the encoding of prompts and completions
     core_types,  # the think markers
     Demonstration,  # rlscale.tasks.base: problems and demonstrations
-    task_registry,  # the task class a task config builds
     FormattedTask,  # the prompts in ``task.answer_format``
-    ReasoningGymTask,  # the problems, their order and their worked demonstrations
 )
 # The libraries whose versions determine the warm-up's weights: initialization and kernels of the model,
 # generation of the problems.
 WARMUP_LIBRARIES = ("torch", "transformers", "reasoning-gym")
+
+
+def warmup_code(task_cfg: TaskConfig) -> Tuple[object, ...]:
+    """``WARMUP_CODE`` and the task class ``task_cfg.name`` builds (a plug-in's included)."""
+    return (*WARMUP_CODE, TASK.load(task_cfg.name))
 
 
 def code_digests(objects: Sequence[object]) -> Dict[str, str]:
@@ -131,9 +133,9 @@ def library_versions(names: Sequence[str]) -> Dict[str, str]:
 
 def tiny_model_key(model_cfg: ModelConfig, task_cfg: TaskConfig, tok: CharTokenizer) -> str:
     """The cache key of the warmed-up tiny model: its configs, the vocabulary, the code that builds the warm-up
-    (``WARMUP_CODE``) and the libraries it runs on (``WARMUP_LIBRARIES``)."""
+    (``warmup_code``) and the libraries it runs on (``WARMUP_LIBRARIES``)."""
     payload = json.dumps({"model": asdict(model_cfg), "task": asdict(task_cfg),
-                          "vocab": tok.vocab, "code": code_digests(WARMUP_CODE),
+                          "vocab": tok.vocab, "code": code_digests(warmup_code(task_cfg)),
                           "libraries": library_versions(WARMUP_LIBRARIES)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -173,3 +175,10 @@ def load_or_build_tiny(model_cfg: ModelConfig, task_cfg: TaskConfig, task: Task,
         atomic_write(path, lambda tmp: torch.save(model.state_dict(), tmp))
         (cache_dir / f"tiny-{key}.json").write_text(json.dumps({"first_loss": losses[0], "last_loss": losses[-1]}))
         return model
+
+
+def tiny_policy(cfg: RunConfig, task: Task) -> Tuple[LlamaForCausalLM, CharTokenizer]:
+    """``model.name=tiny``: the warmed-up tiny Llama (warmed up with thinking on, so its tokenizer thinks) and the
+    char tokenizer, on CPU; the trainer moves the model to its device."""
+    tok = CharTokenizer(cfg.length.phrase)
+    return load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir)), tok

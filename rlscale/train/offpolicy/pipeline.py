@@ -44,7 +44,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import BatchConfig, OffpolicyConfig
+from rlscale.config.schema import BatchConfig, OffpolicyConfig, RunConfig
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.rl import PoolExhausted
@@ -116,6 +116,12 @@ class PipelineSource:
         self.published: Optional[int] = None
         self.counters = StepCounters()
         self.mark: Optional[tuple[float, float, float]] = None  # (time, busy s, load s) at the last metrics
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, sampler: RolloutSampler, model: torch.nn.Module,
+                    run_dir: Path) -> "PipelineSource":
+        """``offpolicy=pipeline``: generator processes with the run's generator settings."""
+        return cls(cfg.offpolicy, GeneratorSettings.of(cfg), cfg.batch, sampler, model, run_dir)
 
     # -- the stream ----------------------------------------------------------------------------
     def _issue(self, upto: int) -> None:

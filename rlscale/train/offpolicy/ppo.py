@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
+from pathlib import Path
 from typing import List, Optional
 
 import torch
 
+from rlscale.config.schema import RunConfig
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.offpolicy.kept_policy import KeptPolicy
 from rlscale.train.rollouts import RolloutSampler
@@ -28,6 +30,12 @@ class PPOOffPolicySource:
         self.left = 0  # batches still to draw from ``block_version``
         self.generate_s = 0.0
         self.since: Optional[float] = None
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, sampler: RolloutSampler, model: torch.nn.Module,
+                    run_dir: Path) -> "PPOOffPolicySource":
+        """``offpolicy=ppo``: k = ``offpolicy.batches_per_version``, in this process (``run_dir`` unused)."""
+        return cls(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version, model)
 
     def next_batch(self, version: int) -> List[ScoredGroup]:
         start = time.monotonic()

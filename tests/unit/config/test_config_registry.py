@@ -1,8 +1,12 @@
-"""One registry per axis (rlscale.config.registry): the files of each config group, validation, the dispatch
-tables of the code and ``rlscale run --help`` name the same options."""
+"""One registry per axis (rlscale.config.registry): the files of each config group, validation, the code each
+name selects and ``rlscale run --help`` name the same options; that code is imported only when chosen."""
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -48,9 +52,58 @@ def test_a_name_outside_the_registry_fails_naming_the_field_and_the_names(axis):
     assert "\n" not in message
 
 
-def test_the_dispatch_tables_read_the_registry():
-    with pytest.raises(TypeError, match=r"loss.name: the implementations \['cispo'\] are not the names"):
-        LOSS.dispatch({"cispo": None})
+def defined(path: str) -> bool:
+    """``module:attribute`` (the attribute dotted) is defined in the module's source, read without importing
+    it (vLLM and DeepSpeed are optional extras)."""
+    module, _, attribute = path.partition(":")
+    body = ast.parse(open(importlib.util.find_spec(module).origin).read()).body
+    for part in attribute.split("."):
+        found = [n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part]
+        if not found:
+            return False
+        body = found[0].body
+    return True
+
+
+def test_every_factory_names_code_that_exists():
+    factories = [(axis.field, name, option.factory) for axis in AXES for name, option in axis.options.items()
+                 if option.factory]
+    assert len(factories) > 25
+    assert [(field, name, path) for field, name, path in factories if not defined(path)] == []
+
+
+def test_a_label_has_no_code_and_a_table_covers_the_names():
+    with pytest.raises(TypeError, match="precision.name: no code is registered for 'bf16_head'"):
+        BY_FIELD["precision.name"].load("bf16_head")
+    with pytest.raises(TypeError, match=r"loss.name: the values \['cispo'\] are not the names"):
+        LOSS.table({"cispo": None})
+
+
+CHOSEN_ONLY = """
+import sys
+from rlscale.config import compose_run_config
+from rlscale.train.components import build_pool, build_task, pick_device, typed
+cfg = typed(compose_run_config(["task.train_size=20", "task.val_size=5"]))
+build_pool(cfg, len(build_task(cfg).train_problems()))
+pick_device("cpu")
+from rlscale.config.registry import LEARNER, MODEL, OFFPOLICY, TASK
+MODEL.load("tiny"), LEARNER.load("torch"), OFFPOLICY.load("ppo")
+print(" ".join(sorted(m for m in sys.modules if m.startswith(("rlscale.tasks.math", "rlscale.engines.models.hf_model",
+      "rlscale.engines.generators.vllm", "rlscale.engines.learners.deepspeed", "rlscale.train.offpolicy.pipeline",
+      "vllm", "deepspeed", "math_verify")))))
+TASK.load("math")
+print("rlscale.tasks.math" in sys.modules)
+"""
+
+
+def test_the_code_of_a_name_is_imported_only_when_it_is_chosen():
+    """The embedded default's choices import neither the other task, the HF loader, vLLM, DeepSpeed nor
+    PipelineRL's source; choosing math imports its task then."""
+    out = subprocess.run([sys.executable, "-c", CHOSEN_ONLY], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["", "True"]
+
+
+def test_the_code_a_name_selects_checks_the_name():
     one = torch.ones(2, 3)
     for call, field in ((lambda: LossSpec("ppo", 0.2, 0.2, 4.0), "loss.name"),
                         (lambda: aggregation_weights(one, torch.tensor([0, 0]), "mean"), "aggregation.name"),
@@ -65,7 +118,8 @@ COMPARED = re.compile(r"\b(?P<owner>\w+?)(?:_cfg)?\.(?P<key>name|generator|learn
 
 
 def test_every_name_the_code_compares_a_choice_with_is_a_registry_name():
-    """Code that branches on a choice (``cfg.length.name == "penalty"``) names an option of the registry."""
+    """Code that compares a choice rather than loading its factory (a validation rule such as
+    ``cfg.length.name == "penalty"``, the generators' interruption) names an option of the registry."""
     compared = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         for m in COMPARED.finditer(path.read_text()):
@@ -74,7 +128,7 @@ def test_every_name_the_code_compares_a_choice_with_is_a_registry_name():
             if field in BY_FIELD:
                 compared += [(f"{path.relative_to(PACKAGE_DIR)}: {field}", value)
                              for value in re.findall(r'"(\w+)"', m["values"])]
-    assert len(compared) > 15
+    assert len(compared) > 10
     assert [(where, value) for where, value in compared if value not in BY_FIELD[where.split(": ")[1]].names] == []
 
 
@@ -84,3 +138,4 @@ def test_run_and_sweep_help_list_every_axis():
         for axis in AXES:
             picked = axis.group if axis.group and not axis.presets else axis.field
             assert f"{picked}={'|'.join(axis.names)}" in text
+            assert (f"{axis.field}=MODULE:ATTRIBUTE" in text) == (axis.plugin is not None)

@@ -58,7 +58,7 @@ def test_the_configuration_reference_is_up_to_date():
     text = reference()
     assert (ROOT / "docs" / "configuration.md").read_text() == text, (
         "docs/configuration.md is out of date: python -m rlscale.config.reference > docs/configuration.md")
-    assert "| `loss.name` | `cispo` | `cispo` \\| `dapo` \\| `grpo` \\| `gspo` | Sec. 3.2 |" in text
+    assert "| `loss.name` | `cispo` | `cispo` \\| `dapo` \\| `grpo` \\| `gspo` \\| `module:attribute` | Sec. 3.2 |" in text
     assert "| `offpolicy.batches_per_version` | `2` | integer | Sec. 3.1 |" in text
 
 

@@ -37,10 +37,11 @@ def module_from(path: Path, source: str, monkeypatch) -> ModuleType:
 
 
 def test_key_covers_every_module_on_the_warmup_path():
-    names = set(tiny_model.code_digests(tiny_model.WARMUP_CODE))
+    names = set(tiny_model.code_digests(tiny_model.warmup_code(TaskConfig())))
     assert names == {"rlscale.engines.models.tiny_model", "rlscale.engines.models.char_tokenizer",
-                     "rlscale.core.types", "rlscale.tasks.base", "rlscale.tasks.registry",
-                     "rlscale.tasks.answer_format", "rlscale.tasks.reasoning_gym"}
+                     "rlscale.core.types", "rlscale.tasks.base", "rlscale.tasks.answer_format",
+                     "rlscale.tasks.reasoning_gym"}
+    assert "rlscale.tasks.math" in tiny_model.code_digests(tiny_model.warmup_code(TaskConfig(name="math")))
 
 
 def test_an_edit_to_hashed_source_changes_the_key(tmp_path, monkeypatch):

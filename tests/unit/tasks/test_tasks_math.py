@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from rlscale.config.registry import TASK
 from rlscale.config.schema import TaskConfig
 from rlscale.core.types import split_think
 from rlscale.tasks import math as math_task
 from rlscale.tasks.champ import final_answer
 from rlscale.tasks.math import (VERIFY_TIMEOUT_S, MathTask, OffThreadVerifier, held_out_split, math_verify_correct,
                                 read_problems)
-from rlscale.tasks.registry import build_task
 
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 TRAIN = DATA / "math__sampled_1_100_512.parquet"
@@ -178,6 +178,11 @@ def test_split_is_deterministic_disjoint_and_seeded(tmp_path):
     capped = MathTask(TaskConfig(name="math", path=cfg.path, val_size=5, train_size=10, seed=7))
     assert len(capped.train_problems()) == 10
     assert rows(capped.val_problems()) == rows(one.val_problems())
+
+
+def build_task(cfg: TaskConfig):
+    """The task ``cfg.name`` builds, through the registry as the trainer does."""
+    return TASK.load(cfg.name)(cfg)
 
 
 def test_registry_builds_the_named_task_and_math_has_no_demonstrations(tmp_path):

@@ -1,0 +1,172 @@
+"""The registry type of every design axis: the names one config field accepts, what each selects, and the
+code that acts on each, named ``module:attribute`` and imported only when that name is chosen (choosing
+``task.name=math`` never imports the reasoning-gym task, ``model.name=tiny`` never the Hugging Face loader).
+
+An axis that takes plug-ins also accepts a value ``module:attribute`` of the user's own: it is imported when the
+config is validated, and refused with one line naming the field and the value when it does not import or does
+not provide the axis's interface (``PlugIn``). This module imports nothing of rlscale, so anything may import it.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Dict, Mapping, Optional, Tuple, TypeVar
+
+T = TypeVar("T")
+
+
+def resolve(path: str) -> Any:
+    """The object that ``module:attribute`` names (``package.module:Class.method`` included); ImportError or
+    AttributeError when there is none."""
+    module, _, attribute = path.partition(":")
+    found = importlib.import_module(module)
+    for part in attribute.split("."):
+        found = getattr(found, part)
+    return found
+
+
+@dataclass(frozen=True)
+class Option:
+    """One name of an axis. doc: one line saying what it selects. factory: ``module:attribute`` of the code that
+    acts on it, called with the axis's arguments (``Axis.load``); None when no code is chosen by the name: a
+    label whose config group file sets the fields that act (``precision=bf16_head`` sets
+    ``precision.lm_head_fp32=false``), or a value handed as it is to the one place that reads it."""
+
+    doc: str
+    factory: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PlugIn:
+    """What a value ``module:attribute`` of an axis must name.
+
+    protocol:   ``module:attribute`` of the typing.Protocol the plug-in provides.
+    built_from: the arguments a class is built from when the protocol describes its instances (a Task is built
+                from its TaskConfig, ``("cfg",)``); empty when the object itself provides the protocol (a loss
+                function provides ``__call__``).
+    doc:        one line for ``docs/configuration.md``.
+    """
+
+    protocol: str
+    built_from: Tuple[str, ...] = ()
+    doc: str = ""
+
+    def problem(self, found: Any) -> Optional[str]:
+        """Why ``found`` does not provide the protocol, None when it does."""
+        members = _protocol_members(resolve(self.protocol))
+        if self.built_from:
+            if not isinstance(found, type):
+                return "it is not a class"
+            if not _takes(found, self.built_from):
+                return f"it cannot be built from ({', '.join(self.built_from)})"
+        elif "__call__" in members:
+            arguments = tuple(inspect.signature(members["__call__"]).parameters)[1:]  # without self
+            if not callable(found):
+                return "it is not callable"
+            if not _takes(found, arguments):
+                return f"it cannot be called with ({', '.join(arguments)})"
+        missing = [name for name in members if name != "__call__" and not _provides(found, name)]
+        return f"it lacks {', '.join(missing)}" if missing else None
+
+
+def _protocol_members(protocol: type) -> Dict[str, Any]:
+    """Name -> the protocol's function (None for a data member) of every public member and ``__call__``."""
+    members: Dict[str, Any] = {}
+    for klass in reversed(protocol.__mro__):
+        if klass.__module__ in ("typing", "builtins"):
+            continue
+        members.update((name, None) for name in getattr(klass, "__annotations__", {}))
+        members.update((name, value) for name, value in vars(klass).items()
+                       if callable(value) and (not name.startswith("_") or name == "__call__"))
+    return members
+
+
+def _provides(found: Any, name: str) -> bool:
+    """``found`` has the member ``name``: an attribute, or a data member its class declares."""
+    declared = (n for klass in getattr(found, "__mro__", ()) for n in getattr(klass, "__annotations__", {}))
+    return hasattr(found, name) or name in declared
+
+
+def _takes(found: Any, arguments: Tuple[str, ...]) -> bool:
+    """``found`` can be called with ``arguments`` as positional arguments (assumed when it has no signature)."""
+    try:
+        inspect.signature(found).bind(*arguments)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin)
+        pass
+    return True
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if isinstance(err, (ImportError, AttributeError)) else f"{type(err).__name__}: {text}"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """The values one config field accepts, each with its meaning and the code that acts on it.
+
+    field:   the dotted config field, ``loss.name``.
+    options: name -> ``Option``.
+    group:   the config group whose files select a value (each file of ``rlscale/conf/<group>/`` sets
+             ``field`` to one of ``options``, and every option is set by one file at least); None when
+             the field is set directly.
+    presets: the group's files are presets with names of their own (``model=smollm2`` sets
+             ``model.name=hf``); otherwise each file is named by the option it selects (``loss=dapo``).
+    plugin:  what a value ``module:attribute`` must name; None: the axis takes its names only.
+    """
+
+    field: str
+    options: Mapping[str, Option]
+    group: Optional[str] = None
+    presets: bool = False
+    plugin: Optional[PlugIn] = None
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        return tuple(self.options)
+
+    def problem(self, value: Any) -> Optional[str]:
+        """The one-line complaint about ``value``, None when it is one of the names or a plug-in that imports
+        and provides the axis's interface."""
+        if value in self.options:
+            return None
+        if self.plugin is None or not (isinstance(value, str) and ":" in value):
+            return f"field '{self.field}': '{value}' is not one of {', '.join(self.names)}"
+        try:
+            found = resolve(value)
+        except Exception as err:  # importing the user's module runs its code, which may raise anything
+            return f"field '{self.field}': '{value}' cannot be imported ({_one_line(err)})"
+        why = self.plugin.problem(found)
+        if why:
+            protocol = self.plugin.protocol
+            return f"field '{self.field}': '{value}' is not a {protocol.rpartition(':')[2]} ({protocol}): {why}"
+        return None
+
+    def check(self, value: Any) -> None:
+        """Raise ValueError with ``problem``'s line unless ``value`` is usable."""
+        problem = self.problem(value)
+        if problem:
+            raise ValueError(problem)
+
+    def load(self, value: Any) -> Any:
+        """The code that acts on ``value``: its option's factory, or the plug-in it names, imported now;
+        ValueError with ``problem``'s line for a value the axis does not take."""
+        self.check(value)
+        if value not in self.options:
+            return resolve(value)
+        factory = self.options[value].factory
+        if factory is None:
+            raise TypeError(f"{self.field}: no code is registered for '{value}'")
+        return resolve(factory)
+
+    def table(self, values: Mapping[str, T]) -> Mapping[str, T]:
+        """``values`` (data per name, such as the field holding each off-policy mode's k), read-only, once it is
+        checked to cover exactly these names, so a name added without its value (or the reverse) fails at
+        import."""
+        if set(values) != set(self.options):
+            raise TypeError(f"{self.field}: the values {sorted(values)} are not the names {sorted(self.options)}")
+        return MappingProxyType(dict(values))
