@@ -7,9 +7,10 @@ resample is the fitted curve plus a draw of the residual covariance estimated fo
 (rlscale.fit.correlated: white noise plus a slowly wandering drift), so neighbouring evals move together
 as they do in a real run. Redrawing residuals one by one instead treats them as independent and gave
 intervals that covered the true value in 56-80 % of runs with a drift of correlation 0.9 between evals.
-All resamples are fitted in one vectorized call of the fast method, warm-started at the full-data optimum,
-in the same search box as the point estimate; the interval is the [(1 - level)/2, (1 + level)/2]
-percentiles of the refitted values.
+The resamples are drawn and fitted BOOT_CHUNK at a time, each chunk in one vectorized call of the fast
+method, warm-started at the full-data optimum, in the same search box as the point estimate (the draws are
+those of one call: the generator fills rows in order), so memory stays at a chunk of curves whatever
+``--n-boot``; the interval is the [(1 - level)/2, (1 + level)/2] percentiles of the refitted values.
 """
 from __future__ import annotations
 
@@ -35,26 +36,27 @@ class BootstrapCI:
     predictions: List[Interval]
 
 
-def resample_curves(x: np.ndarray, r0: float, point: SigmoidParams, noise: ResidualNoise, n_boot: int,
-                    rng: np.random.Generator) -> np.ndarray:
-    """``n_boot`` resamples of the fitted curve with noise drawn from ``noise`` (module docstring), shape
-    (n_boot, n)."""
+BOOT_CHUNK = 2048  # resamples drawn and refitted at a time
+
+
+def bootstrap_fits(x: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams, noise: ResidualNoise,
+                   n_boot: int, rng: np.random.Generator) -> BatchFit:
+    """``n_boot`` resamples of the fitted curve with noise drawn from ``noise``, each refitted (module
+    docstring)."""
     fitted = sigmoid(x, r0, point.A, point.B, point.C_mid)
     root = np.linalg.cholesky(noise.covariance(x.size) + 1e-15 * np.eye(x.size))
-    return fitted + rng.standard_normal((n_boot, x.size)) @ root.T
-
-
-def refit_resamples(x: np.ndarray, curves: np.ndarray, r0: float, space: SearchSpace,
-                    start: SigmoidParams) -> BatchFit:
-    """Fit every resampled curve (rows of ``curves``), warm-started at ``start``."""
-    return fit_batch(x, curves, r0, space, np.ones(curves.shape), start=(start.C_mid, start.B))
+    parts = []
+    for done in range(0, n_boot, BOOT_CHUNK):
+        curves = fitted + rng.standard_normal((min(BOOT_CHUNK, n_boot - done), x.size)) @ root.T
+        parts.append(fit_batch(x, curves, r0, space, np.ones(curves.shape), start=(point.C_mid, point.B)))
+    return BatchFit(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("A", "B", "C_mid", "sse")))
 
 
 def bootstrap_ci(x: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams, noise: ResidualNoise,
                  predict_at: Sequence[float], n_boot: int, level: float,
                  rng: np.random.Generator) -> BootstrapCI:
     """Resample the fitted curve ``n_boot`` times and refit each resample."""
-    fit = refit_resamples(x, resample_curves(x, r0, point, noise, n_boot, rng), r0, space, point)
+    fit = bootstrap_fits(x, r0, space, point, noise, n_boot, rng)
     q = [50 * (1 - level), 50 * (1 + level)]
 
     def interval(values: np.ndarray) -> Interval:

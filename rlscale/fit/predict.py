@@ -28,11 +28,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy.stats import t as student_t
 
-from rlscale.fit.bootstrap import refit_resamples
 from rlscale.fit.differences import Pooled, Samples, difference, mean_draws
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.ranking import tiers
-from rlscale.fit.run import bootstrap_resamples, free_params
+from rlscale.fit.run import bootstrap_refits
 from rlscale.fit.schema import Difference, FitSettings, RunFit
 from rlscale.fit.verdicts import ceiling_resolved
 
@@ -65,8 +64,7 @@ class VariantPrediction:
 def prediction_draws(run: RunFit, settings: FitSettings, at: float) -> np.ndarray:
     """Eq. 1 at ``at`` for each bootstrap refit of an ok run (the resamples behind its own intervals:
     same seed, same points). Shape (settings.n_boot,)."""
-    x, curves, space = bootstrap_resamples(run, settings)
-    fit = refit_resamples(x, curves, run.R0, space, free_params(run))
+    fit = bootstrap_refits(run, settings)
     return sigmoid(at, run.R0, fit.A, fit.B, fit.C_mid)
 
 

@@ -58,10 +58,11 @@ from typing import List, Optional, Tuple
 import numpy as np
 from scipy.stats import norm
 
-from rlscale.fit.bootstrap import bootstrap_ci, resample_curves
+from rlscale.fit.binning import binned
+from rlscale.fit.bootstrap import bootstrap_ci, bootstrap_fits
 from rlscale.fit.correlated import MIN_DEGREES, ResidualNoise, estimate_residual_noise, jacobian
 from rlscale.fit.curves import Curve
-from rlscale.fit.fast import fit_fast
+from rlscale.fit.fast import BatchFit, fit_fast
 from rlscale.fit.forms import N_PARAMS, SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import fitter
 from rlscale.fit.paper import fit_paper
@@ -93,7 +94,11 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
         notes.append(f"no eval at x=0: R0 from the first eval (x={curve.x[0]:.4g})")
     x, y, window = window_points(run, settings)
     run.cutoff, run.cutoff_rule, run.fit_until, run.n_points = window.cutoff, window.rule, window.fit_until, x.size
-    se = curve.se[_mask(curve, window)]
+    in_window = _mask(curve, window)
+    se = curve.se[in_window]
+    if in_window.sum() > x.size:
+        notes.append(f"{in_window.sum()} evals in the window, fitted as the means of {x.size} groups of consecutive "
+                     "evals (rlscale.fit.binning)")
     run.eval_se, run.eval_samples = _median(se), _median(curve.samples)
     run.eval_prompts = _median(curve.prompts)
     if x.size < N_PARAMS:
@@ -126,12 +131,13 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
 
 
 def window_points(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray, np.ndarray, Window]:
-    """The points of ``run`` that are fitted, and its window (decided on ``points_t`` when present)."""
+    """The points of ``run`` that are fitted (group means beyond MAX_FIT_POINTS, rlscale.fit.binning), and its
+    window (decided on ``points_t`` when present)."""
     x, y = np.asarray(run.points_x, dtype=float), np.asarray(run.points_y, dtype=float)
     t = np.asarray(run.points_t, dtype=float) if len(run.points_t) == x.size else None
     window = fit_window(x, settings, t)
     mask = window.mask(x, t)
-    return x[mask], y[mask], window
+    return (*binned(x[mask], y[mask]), window)
 
 
 def _mask(curve: Curve, window: Window) -> np.ndarray:
@@ -153,14 +159,12 @@ def refit_with_a(run: RunFit, a: float, settings: FitSettings) -> SigmoidParams:
     return fit_fast(x, y, run.R0, space, start=(run.C_mid, run.B))
 
 
-def bootstrap_resamples(run: RunFit, settings: FitSettings) -> Tuple[np.ndarray, np.ndarray, SearchSpace]:
-    """The x values, the resampled curves behind the run's own intervals (same seed, same residuals) and the
-    run's search box."""
+def bootstrap_refits(run: RunFit, settings: FitSettings) -> BatchFit:
+    """The refitted resamples behind the run's own intervals (same seed, same points)."""
     x, y, window = window_points(run, settings)
     point = free_params(run)
-    curves = resample_curves(x, run.R0, point, residual_noise(x, y, run.R0, point), settings.n_boot,
-                             bootstrap_rng(run, settings))
-    return x, curves, search_space(settings, window)
+    return bootstrap_fits(x, run.R0, search_space(settings, window), point, residual_noise(x, y, run.R0, point),
+                          settings.n_boot, bootstrap_rng(run, settings))
 
 
 def residual_noise(x: np.ndarray, y: np.ndarray, r0: float, point: SigmoidParams,

@@ -1,5 +1,6 @@
 """One run's intervals: none below five points, the eval set's offset widening A's interval without deciding
-whether A is bounded, and bootstrap draws that depend on the points, not on the run's name."""
+whether A is bounded, bootstrap draws that depend on the points, not on the run's name, and are the same drawn
+in chunks; long windows fitted on group means."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,6 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from rlscale.fit import bootstrap
+from rlscale.fit.binning import binned
 from rlscale.fit.curves import Curve
 from rlscale.fit.run import MIN_INTERVAL_POINTS, fit_curve
 from rlscale.fit.schema import FitSettings
@@ -59,3 +62,24 @@ def test_the_same_points_get_the_same_intervals_under_any_name():
     moved = _curve(12)
     moved = replace(moved, y=moved.y + np.where(np.arange(moved.y.size) == 5, 1e-3, 0.0))
     assert fit_curve(moved, SETTINGS).B_lo != one.B_lo  # the draws follow the points
+
+
+def test_a_long_window_is_fitted_on_group_means():
+    x, y = np.arange(1.0, 1002.0), np.arange(1001.0) % 7
+    bx, by = binned(x, y, max_points=500)
+    assert bx.size == by.size == 500
+    assert (bx[0], by[0]) == (2.0, 1.0)  # the first group is one longer: x 1, 2, 3 and y 0, 1, 2
+    assert (bx[1], by[1]) == (4.5, 3.5)  # x 4, 5 and y 3, 4
+    assert (bx[-1], by[-1]) == (1000.5, 5.5)  # x 1000, 1001 and y 999 % 7 = 5, 1000 % 7 = 6
+    assert np.sum(bx * np.r_[3, np.full(499, 2)]) == pytest.approx(np.sum(x))
+    short = binned(x[:500], y[:500], max_points=500)
+    assert short[0] is not None and np.array_equal(short[0], x[:500]) and np.array_equal(short[1], y[:500])
+
+
+def test_the_bootstrap_in_chunks_draws_and_refits_as_in_one(monkeypatch):
+    curve = _curve(30)
+    whole = fit_curve(curve, replace(SETTINGS, n_boot=60))
+    monkeypatch.setattr(bootstrap, "BOOT_CHUNK", 7)
+    chunked = fit_curve(curve, replace(SETTINGS, n_boot=60))
+    assert (chunked.B_lo, chunked.B_hi, chunked.C_mid_lo, chunked.C_mid_hi) == \
+        (whole.B_lo, whole.B_hi, whole.C_mid_lo, whole.C_mid_hi)
