@@ -3,6 +3,8 @@
 fits.csv: one row per run, RunFit.CSV_COLUMNS, then the App. A.4 power law (pl_A, pl_B, pl_D, pl_sse,
 pl_extrap_abs_err) and, for every --predict-at C, pred_C, pred_C_lo, pred_C_hi, obs_C.
 comparison.csv: ComparisonRow's fields (kind "rank" and "loo" rows).
+In both CSV files a text cell is ``printable`` (rlscale.results.names): a folder name with a carriage return or
+a byte that is not UTF-8 keeps its row whole and the file valid UTF-8; fits.json keeps the names exactly.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Dict, List
 
 from rlscale.fit.schema import COMPARISON_CSV, FITS_CSV, FITS_JSON, ComparisonRow, FitResults, RunFit
 from rlscale.results.atomic import atomic_write_text
+from rlscale.results.names import printable
 
 POWER_LAW_COLUMNS = ("pl_A", "pl_B", "pl_D", "pl_sse", "pl_extrap_abs_err")
 
@@ -68,5 +71,6 @@ def _csv(rows: List[Dict[str, object]], columns: List[str]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, restval="", lineterminator="\n")
     writer.writeheader()
-    writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
+    writer.writerows({k: "" if v is None else printable(v) if isinstance(v, str) else v for k, v in row.items()}
+                     for row in rows)
     return buffer.getvalue()

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from rlscale.fit.schema import axis_label
 from rlscale.plan.planner import Crossings, Crossover, crossings
+from rlscale.results.names import printable_tree
 
 
 def _interval(lo, hi) -> str:
@@ -18,7 +19,9 @@ def _interval(lo, hi) -> str:
 
 def plan_view(plan: dict) -> List[Union[Text, Table]]:
     """Per sweep of a plan.json mapping: its warning (one line, when there is one), a table of the
-    variants by tier, then the crossover lines and the best setting (notes)."""
+    variants by tier, then the crossover lines and the best setting (notes); names from folders are shown
+    ``printable``."""
+    plan = printable_tree(plan)
     out: List[Union[Text, Table]] = []
     for sweep in plan.get("sweeps", []):
         if sweep["warning"]:

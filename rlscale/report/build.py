@@ -45,7 +45,8 @@ def write_report(report: ReportData, html: Optional[Path] = None, figures: Optio
         images = {(figure.sweep, figure.kind): figure.data[PAGE] for figure in drawn}
         colors = {run.anchor: color for sweep in report.sweeps
                   for run, color in zip(sweep.runs, run_colors(len(sweep.runs)))}
-        atomic_write_text(html, render_page(report, images, colors, logx))
+        atomic_write_text(html, render_page(report, images, colors, logx).encode("utf-8", "backslashreplace")
+                          .decode("utf-8"))  # a lone surrogate left in a sample or config: escaped, never fatal
         written.html = html
     return written
 

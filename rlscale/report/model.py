@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -22,6 +22,7 @@ from rlscale.report.samples import Sample, read_samples
 from rlscale.results import RunDir, find_runs, read_metrics, read_status
 from rlscale.results.discover import read_sweep_json
 from rlscale.results.metrics import is_finite_number
+from rlscale.results.names import printable, printable_tree
 
 # Train-line diagnostics plotted over compute (docs/results-contract.md; names fixed by the trainer).
 DIAGNOSTICS = ("truncation_rate", "entropy", "kept_prompt_fraction", "lag_mean", "lag_max",
@@ -206,11 +207,12 @@ def load_report(results_dir: Path, fits: FitResults, n_workers: int = 1) -> Repo
     for run in parallel_map(_run_view, jobs, n_workers):
         grouped.setdefault(run.sweep, []).append(run)
 
+    comparison = [replace(c, sweep=printable(c.sweep), variant=printable(c.variant)) for c in fits.comparison]
     sweeps = []
     for sweep in sorted(grouped):
-        ranking = [c for c in fits.comparison if c.sweep == sweep and c.kind == "rank"]
+        ranking = [c for c in comparison if c.sweep == sweep and c.kind == "rank"]
         ranking.sort(key=lambda c: (c.rank is None, c.rank or 0))
-        loo = [c for c in fits.comparison if c.sweep == sweep and c.kind == "loo"]
+        loo = [c for c in comparison if c.sweep == sweep and c.kind == "loo"]
         order = {row.variant: i for i, row in enumerate(ranking) if row.rank is not None}
         runs = sorted(grouped[sweep],
                       key=lambda r: (order.get(r.variant, len(order)), r.variant, _seed(r), r.name))
@@ -227,7 +229,7 @@ def _read_plan(results_dir: Path, warnings: List[str]) -> Optional[dict]:
     if not path.exists():
         return None
     try:
-        plan = json.loads(path.read_text())
+        plan = printable_tree(json.loads(path.read_text()))
     except (OSError, ValueError) as err:
         warnings.append(f"{path}: unreadable plan ({type(err).__name__}); rerun rlscale plan")
         return None
@@ -269,8 +271,8 @@ class RunJob:
 
 def _run_view(job: RunJob) -> RunView:
     fit, run_dir = job.fit, job.run_dir
-    sweep = fit.sweep if fit is not None else run_dir.sweep
-    variant = fit.variant if fit is not None else run_dir.variant
+    sweep = printable(fit.sweep if fit is not None else run_dir.sweep)
+    variant = printable(fit.variant if fit is not None else run_dir.variant)
     name = variant if fit is None or fit.seed is None else f"{variant} (seed {fit.seed})"
     if run_dir is None:
         return RunView(job.anchor, sweep, variant, name, None, fit, "unknown", "run folder not found", "",

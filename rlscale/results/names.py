@@ -18,7 +18,7 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_NAME = 128
 RESERVED = frozenset({"sweep.json", "fits.json", "fits.csv", "comparison.csv", "report.html", "config.yaml",
                       "metrics.jsonl", "status.json", "checkpoints"})
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def name_problem(name: Any) -> Optional[str]:
@@ -33,8 +33,27 @@ def name_problem(name: Any) -> Optional[str]:
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters (escape sequences, newlines) written as \\x.. escapes."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """``text`` with control characters (escape sequences, newlines) written as \\x.. escapes, and a byte that
+    was not UTF-8 in a folder name (decoded by Python as a lone surrogate) as the \\x.. of that byte: the
+    result can be printed, encoded as UTF-8 and drawn in a figure."""
+    return _UNPRINTABLE.sub(lambda m: _escape(ord(m.group())), str(text))
+
+
+def printable_tree(obj: Any) -> Any:
+    """``obj`` (nested dicts and lists, as read from JSON) with every string made ``printable``."""
+    if isinstance(obj, str):
+        return printable(obj)
+    if isinstance(obj, dict):
+        return {printable_tree(k): printable_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [printable_tree(v) for v in obj]
+    return obj
+
+
+def _escape(code: int) -> str:
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's surrogateescape of the byte code - 0xDC00
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def shown(text: str) -> str:
