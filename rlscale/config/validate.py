@@ -27,6 +27,8 @@ NON_NEGATIVE = ("batch.micro_batch", "offpolicy.max_lag", "offpolicy.batches_per
                 "loss.kl_coef", "filtering.max_rounds", "engine.threads", "curriculum.pool_size",
                 "launcher.gpus_per_node", "launcher.max_parallel", "seed", "trainer.eval_samples_logged")
 NAMES = ("sweep", "variant")  # they name the run's folder results/<sweep>/<variant>
+SEEDS = ("seed", "task.seed")
+MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
 
 
 def retired_problem(dotted: str) -> Optional[str]:
@@ -53,6 +55,12 @@ def validate(cfg: DictConfig) -> List[str]:
     for key in NON_NEGATIVE:
         if _get(cfg, key) < 0:
             problems.append(f"field '{key}': must be >= 0, got {_get(cfg, key)}")
+    for key in SEEDS:
+        if _get(cfg, key) > MAX_SEED:
+            problems.append(f"field '{key}': must be at most 2^63 - 1 = {MAX_SEED}, got {_get(cfg, key)}")
+    if cfg.model.name == "tiny" and cfg.model.num_heads > 0 and cfg.model.hidden_size % cfg.model.num_heads:
+        problems.append(f"field 'model.hidden_size': must be a multiple of model.num_heads ({cfg.model.num_heads}), "
+                        f"got {cfg.model.hidden_size}")
     if cfg.batch.generations < 2 and cfg.normalization.name == "group":
         problems.append("field 'batch.generations': group normalization needs >= 2 generations per prompt, "
                         f"got {cfg.batch.generations}")

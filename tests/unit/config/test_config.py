@@ -45,6 +45,9 @@ def test_overrides_reach_the_typed_config():
     (["length=penalty", "length.l_cache=0"], "length.l_cache"),
     (["length=penalty", "length.l_cache=8", "length.l_max=6"], "length.l_cache"),
     (["length=penalty", "length.l_max=40"], "length.l_cache"),  # beyond the 24 + 8 token budget
+    (["seed=99999999999999999999"], "field 'seed': must be at most 2^63 - 1"),  # torch.manual_seed overflows
+    (["task.seed=9223372036854775808"], "field 'task.seed'"),
+    (["model.hidden_size=3"], "field 'model.hidden_size': must be a multiple of model.num_heads (4)"),
 ])
 def test_invalid_configs_name_the_field(overrides, needle):
     with pytest.raises(ConfigError) as err:
