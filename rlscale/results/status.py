@@ -22,16 +22,17 @@ class RunState(str, Enum):
 
 
 PRUNE_REQUEST = "prune.json"
+STATUS_JSON = "status.json"
 
 
 def write_status(run_dir: Path, state: RunState, reason: str = "", **extra: Any) -> None:
     payload = {"state": RunState(state).value, "reason": reason, "time": time.time(), **extra}
-    atomic_write_json(Path(run_dir) / "status.json", payload)
+    atomic_write_json(Path(run_dir) / STATUS_JSON, payload)
 
 
 def read_status(run_dir: Path) -> Dict[str, Any]:
     """The run's status; a missing or unreadable file reads as pending / unknown, never raises."""
-    path = Path(run_dir) / "status.json"
+    path = Path(run_dir) / STATUS_JSON
     if not path.exists():
         return {"state": RunState.PENDING.value, "reason": "no status.json yet"}
     try:

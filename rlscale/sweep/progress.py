@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from rlscale.results import find_runs, read_metrics, read_status
 from rlscale.results.metrics import is_finite_number
+from rlscale.results.status import STATUS_JSON
 from rlscale.results.process import host, pid_alive
 from rlscale.sweep.dispatch import alive
 from rlscale.sweep.spec import SpecError
@@ -95,7 +96,8 @@ def run_progress(ref: RunRef, live_jobs: Set[str]) -> RunProgress:
 
 def refs_under(root: Path) -> List[Tuple[RunRef, str]]:
     """Every run under ``root`` (a results root, a sweep folder or a run folder) with its launcher: the runs
-    listed by each sweep.json (so runs not started yet show too), then run folders outside any sweep."""
+    listed by each sweep.json (so runs not started yet show too), then run folders outside any sweep, those
+    still starting (a status.json, no metrics yet) included."""
     root = Path(root)
     refs: List[Tuple[RunRef, str]] = []
     for path in sorted(root.rglob(SWEEP_JSON)):
@@ -103,9 +105,18 @@ def refs_under(root: Path) -> List[Tuple[RunRef, str]]:
         refs += [(RunRef(sweep=record.name, run=v.run, run_dir=run_path(path.parent, v), job=record.jobs.get(v.run)),
                   record.launcher) for v in record.variants]
     seen = {ref.run_dir.resolve() for ref, _ in refs}
-    refs += [(RunRef(sweep=run.sweep, run=run.variant, run_dir=run.path), "local") for run in find_runs(root)
-             if run.path.resolve() not in seen]
+    for run_dir in sorted({run.path for run in find_runs(root)} | set(_started_runs(root))):
+        if run_dir.resolve() not in seen:
+            refs.append((RunRef(sweep=run_dir.parent.name if run_dir != root else "", run=run_dir.name,
+                                run_dir=run_dir), "local"))
     return refs
+
+
+def _started_runs(root: Path) -> List[Path]:
+    """Run folders that have a status.json but no metrics line yet (a run starting: loading its model,
+    warming up), outside checkpoints."""
+    return [status.parent for status in root.rglob(STATUS_JSON)
+            if "checkpoints" not in status.parent.relative_to(root).parts]
 
 
 def collect(refs: Sequence[Tuple[RunRef, str]]) -> List[RunProgress]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from rlscale.sweep.progress import RunProgress, RunRef
+from rlscale.results.status import RunState, write_status
+from rlscale.sweep.progress import RunProgress, RunRef, collect, refs_under
 from rlscale.sweep.table import overall_eta, progress_table, summary, watch
 
 
@@ -50,3 +51,15 @@ def test_piped_watch_prints_one_line_per_state_change_then_the_summary():
         "loo/a: pending", "loo/b: pending", "loo/a: running (step 1/10)",
         "loo/a: done (step 10/10, val reward 0.571)", "loo/b: failed (step 0/10, KeyError: x)",
         "2 runs: 1 done, 1 failed"]
+
+
+def test_status_lists_a_run_that_has_not_written_its_first_metrics_line(tmp_path):
+    started, done = tmp_path / "solo_run", tmp_path / "other_run"
+    started.mkdir()
+    done.mkdir()
+    write_status(started, RunState.RUNNING, pid=0)  # loading its model: no metrics.jsonl yet
+    (done / "metrics.jsonl").write_text('{"kind": "train", "step": 1}\n')
+    write_status(done, RunState.DONE)
+    rows = {row.ref.run: row for row in collect(refs_under(tmp_path))}
+    assert set(rows) == {"solo_run", "other_run"}
+    assert rows["solo_run"].step is None and rows["other_run"].step == 1
