@@ -5,6 +5,8 @@ fault, before any compute starts.
 """
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -16,7 +18,7 @@ from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from rlscale.config.schema import RunConfig
 from rlscale.paths import config_dirs
@@ -70,11 +72,38 @@ def compose_raw(overrides: Sequence[str] = (), config_name: str = "config") -> D
         GlobalHydra.instance().clear()
 
 
+_MISSING_OPTION = re.compile(r"Could not find '(?P<group>[^']+)/(?P<name>[^']+)'\s*Available options in '[^']*':"
+                             r"(?P<options>.*)")
+
+
 def _hydra_error(err: HydraException) -> str:
     cause = err.__cause__
     if getattr(cause, "full_key", None):  # a value of the wrong type: name the field and say why
         return f"override error: {_field_error(cause.full_key, cause)}"
-    return f"override error: {_one_line(err)}".replace("add --multirun to your command line", "use rlscale run -m")
+    text = _one_line(err).split(" Config search path:")[0]  # the search path is Hydra's, not the user's business
+    missing = _MISSING_OPTION.search(text)
+    if missing:
+        options = missing["options"].split()
+        return (f"override error: {missing['group']}={missing['name']}: no such option; the options are "
+                f"{', '.join(options)}{_suggestion(missing['name'], options)}")
+    return f"override error: {text}".replace("add --multirun to your command line", "use rlscale run -m")
+
+
+def _suggestion(word: str, candidates: Sequence[str], prefix: str = "") -> str:
+    """``; did you mean 'X'?`` for the closest of ``candidates`` (difflib), or ""."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean '{prefix}{close[0]}'?" if close else ""
+
+
+def _key_suggestion(key: str) -> str:
+    """A did-you-mean for an unknown dotted key: the closest field of its parent section in ``RunConfig``."""
+    parent, _, leaf = key.rpartition(".")
+    node = OmegaConf.structured(RunConfig)
+    for part in filter(None, parent.split(".")):
+        node = node.get(part) if isinstance(node, DictConfig) else None
+    if not isinstance(node, DictConfig):
+        return ""
+    return _suggestion(leaf, [str(k) for k in node.keys()], f"{parent}." if parent else "")
 
 
 def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
@@ -99,7 +128,8 @@ def _field_error(key: Optional[str], err: Exception) -> str:
     """``field 'KEY': why``; a field that older configs had says where its meaning lives now."""
     from rlscale.config.validate import retired_problem
 
-    return retired_problem(str(key)) or f"field '{key}': {_one_line(err)}"
+    unknown = isinstance(err, (ConfigKeyError, ConfigAttributeError)) and key is not None
+    return retired_problem(str(key)) or f"field '{key}': {_one_line(err)}{_key_suggestion(key) if unknown else ''}"
 
 
 def _typed(raw: DictConfig, source: str) -> DictConfig:

@@ -62,6 +62,30 @@ def test_unknown_group_option_names_the_valid_ones():
     assert "cispo" in str(err.value) and "gspo" in str(err.value)
 
 
+@pytest.mark.parametrize("overrides, line", [
+    (["loss=cisp"], "override error: loss=cisp: no such option; the options are cispo, dapo, grpo, gspo; "
+                    "did you mean 'cispo'?"),
+    (["trainer.max_step=5"], "field 'trainer.max_step': Key 'max_step' not in 'TrainerConfig'; "
+                             "did you mean 'trainer.max_steps'?"),
+    (["los=dapo"], "did you mean 'loss'?"),
+    (["traner.max_steps=3"], "did you mean 'trainer'?"),
+])
+def test_a_typo_gets_one_line_with_the_closest_name(overrides, line):
+    with pytest.raises(ConfigError) as err:
+        compose_run_config(overrides)
+    message = str(err.value)
+    assert line in message and "\n" not in message and "search path" not in message
+
+
+def test_a_name_far_from_every_field_gets_no_guess_and_no_search_path():
+    with pytest.raises(ConfigError) as err:
+        compose_run_config(["trainer.xyz=1"])
+    assert str(err.value).endswith("Key 'xyz' not in 'TrainerConfig'")
+    with pytest.raises(ConfigError) as err:
+        compose_run_config([], config_name="nope")
+    assert "Cannot find primary config 'nope'" in str(err.value) and "search path:" not in str(err.value)
+
+
 def test_default_length_penalty_starts_where_the_papers_does():
     """The paper's DAPO penalty (l_max 14k, l_cache 2k) starts at 12k of its 14,336-token budget, 84 %."""
     cfg = compose_run_config([])
