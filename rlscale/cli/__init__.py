@@ -19,7 +19,7 @@ from rlscale.config.registry import axes_help
 def one_line_errors(command: Callable) -> Callable:
     """Turn what the file system refuses (read-only folder, full disk, a file where a folder is due) and
     refusals that protect results (a folder in use, a resume that would lose metrics) into one line on
-    stderr and exit status 1, instead of a traceback."""
+    stderr and exit status 1, and Ctrl-C into one line and exit status 130, instead of a traceback."""
     from rlscale.results.errors import Refused
     from rlscale.results.names import printable
 
@@ -32,6 +32,10 @@ def one_line_errors(command: Callable) -> Callable:
         except OSError as err:
             where = f"{err.filename}: " if err.filename else ""
             typer.echo(printable(f"error: {where}{err.strerror or err}"), err=True)
+        except KeyboardInterrupt:
+            typer.echo("interrupted (Ctrl-C): every file written so far is whole; rerun the command to go on",
+                       err=True)
+            raise typer.Exit(130)
         raise typer.Exit(1)
 
     return wrapped

@@ -1,0 +1,25 @@
+"""Ctrl-C during a command: one line on stderr, exit status 130, no traceback, and no half-written file."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
+
+
+def test_ctrl_c_during_fit_prints_one_line_and_exits_130(tmp_path):
+    for seed in range(4):
+        x, y = synthetic_curve(TABLE1["scalerl"], 60, 0.01, np.random.default_rng(seed))
+        write_run(tmp_path / "results" / "sweep" / f"base_s{seed}", x, y, seed=seed)
+    proc = subprocess.Popen([sys.executable, "-m", "rlscale.cli", "fit", str(tmp_path / "results"), "--n-boot",
+                             "2000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # past the imports, inside the bootstrap
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)")
+    assert not (tmp_path / "results" / "fits.json").exists()
