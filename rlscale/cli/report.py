@@ -49,7 +49,9 @@ def report_command(
     fits = load_fits(results_dir, log=lambda line: err.print(Text(printable(line))), save=out is None)
     report = load_report(results_dir, fits, n_workers)
     if not report.runs:
-        err.print(Text(printable(f"no runs under {results_dir} (folders holding metrics.jsonl)"), style="yellow"))
+        err.print(Text(printable(f"error: no runs under {results_dir} (folders holding metrics.jsonl); nothing "
+                                 "written"), style="red"))
+        raise typer.Exit(1)
     written = write_report(report, html=(out or results_dir / "report.html") if html else None,
                            figures=figures, fmt=format, logx=logx, n_workers=n_workers)
     if not html:

@@ -62,6 +62,14 @@ def test_bad_arguments_exit_2(results, tmp_path):
     assert _invoke(tmp_path / "missing", "--html").exit_code == 2
 
 
+def test_a_folder_without_runs_is_one_line_and_no_page(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = _invoke(empty, "--html")
+    assert result.exit_code == 1 and "error: no runs under" in result.output
+    assert list(empty.iterdir()) == []
+
+
 def test_missing_or_stale_fits_are_refitted_by_the_fitter(results):
     """Goes through rlscale.fit.api (fit_results, write_outputs): no fits.json, then metrics newer."""
     (results / FITS_JSON).unlink()
