@@ -25,8 +25,8 @@ class UsageError(ValueError):
 
 
 def fit_command(
-    results_dir: Path = typer.Argument(..., help="Results folder (runs at any depth) or a tidy CSV/parquet file "
-                                                 "with columns run, x, y and optional seed, sweep."),
+    results_dir: Path = typer.Argument(Path("results"), help="Results folder (runs at any depth) or a tidy "
+                                       "CSV/parquet file with columns run, x, y and optional seed, sweep."),
     x: str = typer.Option("auto", "--x", metavar=choices(X_CHOICES),
                           help="Compute unit (auto: gpu_hours when every run's eval lines carry it, else flops)."),
     y: str = typer.Option("val_reward", "--y", help="Eval metric to fit, e.g. val_reward/math for one task."),

@@ -71,6 +71,14 @@ def test_default_out_is_the_results_dir(results_dir):
     assert (results_dir / "fits.json").exists() and (results_dir / "comparison.csv").exists()
 
 
+def test_the_folder_defaults_to_results_as_in_every_command(results_dir, monkeypatch):
+    assert results_dir.name == "results"
+    monkeypatch.chdir(results_dir.parent)
+    (results_dir / "fits.json").unlink(missing_ok=True)
+    assert _invoke("--n-boot", "0").exit_code == 0
+    assert (results_dir / "fits.json").exists()
+
+
 def test_exit_1_when_nothing_fits_and_earlier_outputs_survive(tmp_path, results_dir):
     empty = _invoke(tmp_path)
     assert empty.exit_code == 1 and "no runs found" in empty.output
