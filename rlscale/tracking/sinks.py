@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import uuid
 from pathlib import Path
 from typing import Dict, Optional, Protocol
 
 from omegaconf import DictConfig
 
 from rlscale.config.registry import LOGGER
+from rlscale.results.atomic import atomic_write_text
 
 
 class TrackerMissing(RuntimeError):
@@ -59,13 +62,32 @@ class TensorBoardSink:
         self.writer.close()
 
 
+TRACKER_ID = "tracker_id"  # in the run folder: the token that makes the run's tracker id its own
+
+
+def tracker_run_id(cfg: DictConfig, run_dir: Path) -> str:
+    """``<sweep>-<variant>-<token>``: one tracker run per run folder. The token is drawn when the folder first
+    logs and kept in it (TRACKER_ID), so a resume, or the folder moved, continues the same tracker run, while
+    two folders of one sweep and variant name (two results folders, two plain ``rlscale run``) never share
+    one."""
+    path = Path(run_dir) / TRACKER_ID
+    try:
+        token = path.read_text().strip()
+    except OSError:
+        token = ""
+    if not re.fullmatch(r"[0-9a-f]{12}", token):
+        token = uuid.uuid4().hex[:12]
+        atomic_write_text(path, token + "\n")
+    return f"{cfg.sweep}-{cfg.variant}-{token}".replace("/", "-")
+
+
 class WandbSink:
     def __init__(self, cfg: DictConfig, run_dir: Path):
         wandb = _require("wandb", "wandb")
         mode = os.environ.get("WANDB_MODE", cfg.logger.mode)  # offline unless configured
         self.run = wandb.init(project=cfg.logger.project, name=f"{cfg.sweep}/{cfg.variant}", mode=mode,
                               dir=str(cfg.logger.dir or run_dir), config=_plain(cfg), resume="allow",
-                              id=f"{cfg.sweep}-{cfg.variant}".replace("/", "-"))
+                              id=tracker_run_id(cfg, run_dir))
 
     def write(self, record: Dict) -> None:
         self.run.log(scalars(record), step=int(record["step"]))

@@ -13,6 +13,7 @@ from rlscale.config import compose_run_config
 from rlscale.results.metrics import MetricsLog, read_metrics
 from rlscale.tracking import TrackerMissing, open_tracker
 from rlscale.tracking.progress import ProgressLines
+from rlscale.tracking.sinks import tracker_run_id
 
 RECORDS = [{"step": 0, "kind": "eval", "val_reward": 0.25, "flops": 0.0},
            {"step": 1, "kind": "train", "reward": -0.5, "flops": 1e9, "note": "text", "ok": True},
@@ -63,3 +64,16 @@ def test_plain_progress_lines_are_periodic_and_end_at_the_last_step():
         "default/run: step 3/4  reward 0.300  val 0.200  eta 0m13s",  # 40 s for 3 steps: 13.3 s for the last
         "default/run: step 4/4  reward 0.400  val 0.600  eta 0m00s",
     ]
+
+
+def test_tracker_ids_are_one_per_run_folder_and_stable_across_resumes(tmp_path):
+    cfg = compose_run_config([])  # sweep "default", variant "run": what every plain rlscale run is called
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    one, other = tracker_run_id(cfg, first), tracker_run_id(cfg, second)
+    assert one != other and one.startswith(f"{cfg.sweep}-{cfg.variant}-")
+    assert tracker_run_id(cfg, first) == one  # a resume of the folder
+    moved = tmp_path / "moved"
+    first.rename(moved)
+    assert tracker_run_id(cfg, moved) == one  # the folder moved
