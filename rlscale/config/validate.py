@@ -7,6 +7,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from omegaconf import DictConfig, ListConfig
 
+from rlscale.config.extras import missing_packages
 from rlscale.config.registry import AXES
 from rlscale.config.schema import OFFPOLICY_K, LossConfig
 from rlscale.results.names import name_problem
@@ -95,6 +96,7 @@ def validate(cfg: DictConfig) -> List[str]:
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")
+    problems += missing_packages(cfg)
     b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]
     if len(cfg.optim.betas) != 2 or not (0 <= b1 < 1 and 0 <= b2 < 1):
         problems.append(f"field 'optim.betas': must be two values in [0, 1), got {list(cfg.optim.betas)}")

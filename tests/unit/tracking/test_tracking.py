@@ -9,7 +9,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from rlscale.config import compose_run_config
+from rlscale.config import ConfigError, compose_run_config, extras
 from rlscale.results.metrics import MetricsLog, read_metrics
 from rlscale.tracking import TrackerMissing, open_tracker
 from rlscale.tracking.progress import ProgressLines
@@ -40,13 +40,23 @@ def test_tensorboard_mirrors_every_metrics_line(tmp_path):
 def test_no_logger_by_default_and_a_missing_package_is_one_line(tmp_path, monkeypatch):
     assert open_tracker(compose_run_config([]), tmp_path) is None
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if not installed
-    with pytest.raises(TrackerMissing, match=r"^logger=mlflow: the mlflow package is not installed \(pip install"):
-        open_tracker(compose_run_config(["logger=mlflow"]), tmp_path)
+    with pytest.raises(ConfigError, match=r"field 'logger.name': mlflow needs mlflow, not installed here "
+                                          r"\(pip install 'rlscale\[tracking\]'\)$"):
+        compose_run_config(["logger=mlflow"])  # refused when composed, before any run starts
     with pytest.raises(Exception, match="logger.name"):
         compose_run_config(["logger.name=neptune"])
 
 
-def test_wandb_defaults_to_offline():
+def test_a_tracker_that_fails_to_import_in_the_run_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(extras, "installed", lambda module: True)  # found when composed, gone in the run
+    cfg = compose_run_config(["logger=mlflow"])
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    with pytest.raises(TrackerMissing, match=r"^logger=mlflow: the mlflow package is not installed \(pip install"):
+        open_tracker(cfg, tmp_path)
+
+
+def test_wandb_defaults_to_offline(monkeypatch):
+    monkeypatch.setattr(extras, "installed", lambda module: True)
     assert OmegaConf.to_container(compose_run_config(["logger=wandb"]).logger)["mode"] == "offline"
 
 
