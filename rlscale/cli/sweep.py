@@ -1,7 +1,7 @@
 """``rlscale sweep`` and ``rlscale status``: the command-line faces of ``rlscale.sweep``."""
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -13,6 +13,7 @@ from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
 from rlscale.sweep.progress import collect, refs_under
 from rlscale.results.lock import FolderLock
 from rlscale.results.names import printable, shown
+from rlscale.sweep.detach import streams_detached
 from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
@@ -56,7 +57,8 @@ def sweep_command(
                 console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/ and the run configs "
                               f"under {plan.sweep_dir}/; nothing submitted", markup=False)
                 return
-            jobs = submit_sweep(plan)
+            with streams_detached() if detach else nullcontext():
+                jobs = submit_sweep(plan)
         except SpecError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2)

@@ -5,6 +5,9 @@ shell syntax (results path, launcher setup) never execute."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +82,26 @@ def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, cap
         assert json.loads((sweep_dir / run / "status.json").read_text())["state"] == "pending"
     assert read_metrics(sweep_dir / "scalerl" / "metrics.jsonl")[0] == []
     assert not marker.exists()
+
+
+def test_a_detached_sweep_returns_through_a_pipe_while_its_runs_train(tmp_path):
+    spec = tmp_path / "solo.yaml"
+    spec.write_text(yaml.safe_dump({"name": "solo", "kind": "grid", "base": {"name": "loss-cispo"},
+                                    "axes": {"loss": ["cispo"]}, "seeds": 1,
+                                    "overrides": ["trainer.max_steps=40", "trainer.eval_every=20",
+                                                  "task.val_size=40"]}, sort_keys=False))
+    results = tmp_path / "results"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "rlscale.cli", "sweep", f"conf={spec}", "--results", str(results),
+                           "--detach"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600,
+                          cwd=tmp_path)
+    returned = time.monotonic() - start
+    assert done.returncode == 0 and "detached" in done.stdout, done.stdout + done.stderr
+    run_dir = next((results / "solo").glob("*/config.yaml")).parent
+    state = json.loads((run_dir / "status.json").read_text())["state"]
+    assert state in ("pending", "queued", "running"), (state, returned)  # returned while the run trains
+    deadline = time.monotonic() + 600
+    while json.loads((run_dir / "status.json").read_text())["state"] not in ("done", "failed"):
+        assert time.monotonic() < deadline, "the detached run did not finish"
+        time.sleep(2)
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "done"
