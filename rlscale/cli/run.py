@@ -27,11 +27,11 @@ def run_command(
                                   "make a grid sweep under results/multirun, run as rlscale sweep"),
 ) -> None:
     """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json)."""
-    from rlscale.config import ConfigError
+    from rlscale.config import ConfigError, load_run_config
     from rlscale.paths import add_config_dir
     from rlscale.results.names import printable
     from rlscale.results.status import read_status
-    from rlscale.train.entry import prepare_run_dir, start_over, train_run_dir
+    from rlscale.train.entry import finished, prepare_run_dir, start_over, train_run_dir
 
     if config_dir is not None:
         add_config_dir(config_dir)
@@ -44,15 +44,20 @@ def run_command(
         if multirun:
             _multirun(overrides or [], config_name, force)
             return
-        if run_dir is None:
+        resuming = run_dir is not None
+        if not resuming:
             run_dir = prepare_run_dir(overrides or [], config_name, force)
         elif not (run_dir / "config.yaml").exists():
             raise ConfigError(f"--run-dir {printable(run_dir)}: no config.yaml there")
-        elif force:
+        max_steps = int(load_run_config(run_dir / "config.yaml").trainer.max_steps)  # refused before any write
+        if resuming and force:
             start_over(run_dir)
     except ConfigError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
+    if finished(run_dir, max_steps):
+        typer.echo(printable(f"{run_dir}: finished (done at step {max_steps} of {max_steps}); nothing to do"))
+        raise typer.Exit(0)
     state = train_run_dir(run_dir, progress=True)
     reason = read_status(run_dir).get("reason") if state != "done" else ""
     typer.echo(printable(f"{run_dir}: {state}" + (f": {reason}" if reason else "")))

@@ -116,11 +116,16 @@ def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config
 
 
 def load_run_config(path: Path) -> DictConfig:
-    """Load a resolved ``config.yaml`` written into a run directory."""
+    """Load a resolved ``config.yaml`` written into a run directory. An empty, unparseable or non-mapping
+    file is refused: the schema's defaults never stand in for a run's own config."""
     try:
         raw = OmegaConf.load(path)
     except Exception as err:  # yaml errors come in many types
         raise ConfigError(f"{path}: unreadable config: {_one_line(err)}") from None
+    if not isinstance(raw, DictConfig):
+        raise ConfigError(f"{path}: not a mapping of config fields; a run's config.yaml holds its resolved config")
+    if not raw:
+        raise ConfigError(f"{path}: empty; a run's config.yaml holds its resolved config")
     return _typed(raw, source=str(path))
 
 

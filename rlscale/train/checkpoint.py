@@ -3,6 +3,14 @@ resume needs to reproduce the uninterrupted run: weights, optimizer, RNG states,
 the curriculum's pass-rate history, pending off-policy batches, compute so far, and the size of
 metrics.jsonl at that step (lines written after it are cut on resume, then written again identically).
 
+The file is ``torch.save``'s payload followed by a seal: a JSON record of the payload's sha256 and the
+run it belongs to (``RunIdentity``: the hash of its config less the fields a resume may change, its seed,
+its folder's name) and the step, then the record's length and ``SEAL_MAGIC``. Every load checks the seal
+first: a file without one (truncated, or written by an older rlscale), with a payload whose checksum
+differs (damaged) or of another run is refused with one line naming the file, before anything is written.
+A kill while writing leaves a temporary ``.last.pt.*.tmp``; the next run of the folder removes it
+(``remove_stale_temporaries``).
+
 A resume never deletes metrics it cannot reproduce: without a readable checkpoint, metrics.jsonl may
 only hold the step-0 eval (a run killed before its first checkpoint), which the restart writes again;
 anything more refuses the resume with one line naming the checkpoint (``check_resumable``).
@@ -10,17 +18,27 @@ anything more refuses the resume with one line naming the checkpoint (``check_re
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
-import zipfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from rlscale.results.atomic import atomic_write
 from rlscale.results.errors import Refused
 
 CHECKPOINT = "checkpoints/last.pt"
+SEAL_MAGIC = b"RLSEAL01"
+SEAL_TAIL = 8 + len(SEAL_MAGIC)  # the seal record's length (8 bytes, big-endian), then the magic
+# Fields left out of a run's config hash: where the run folder and caches are (a copied or moved results
+# folder resumes), the seed (compared on its own, to say so), the planned steps (a run can be extended), and
+# where and how it is launched and tracked (they change no weight).
+RESUMABLE = ("out", "cache_dir", "seed", "trainer.max_steps", "launcher", "logger")
+_CHUNK = 1 << 20
+_KEPT = "metrics.jsonl kept; restore the file or start over with --force"
 
 
 class CheckpointError(RuntimeError):
@@ -28,20 +46,84 @@ class CheckpointError(RuntimeError):
 
 
 class ResumeRefused(Refused):
-    """A run folder whose metrics go beyond step 0 but whose checkpoint is missing or unreadable."""
+    """A checkpoint that cannot be resumed (unreadable, damaged, of another run), or metrics beyond step 0
+    without a checkpoint."""
 
 
-def save_checkpoint(run_dir: Path, state: Dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class RunIdentity:
+    """The run a checkpoint belongs to."""
+
+    config: str  # sha256 of the resolved config less ``RESUMABLE``
+    seed: int
+    run: str  # the run folder's name
+
+    @classmethod
+    def of(cls, cfg: DictConfig, run_dir: Path) -> "RunIdentity":
+        fields = OmegaConf.to_container(cfg, resolve=True)
+        for key in RESUMABLE:
+            parent, _, leaf = key.rpartition(".")
+            (fields[parent] if parent else fields).pop(leaf, None)
+        text = json.dumps(fields, sort_keys=True, default=str)
+        return cls(config=hashlib.sha256(text.encode()).hexdigest(), seed=int(cfg.seed), run=Path(run_dir).name)
+
+    def differences(self, other: "RunIdentity") -> List[str]:
+        """What differs in ``other`` (a checkpoint's) from this run, in words."""
+        said = []
+        if other.seed != self.seed:
+            said.append(f"seed {other.seed}, not {self.seed}")
+        if other.run != self.run:
+            said.append(f"run folder {other.run!r}, not {self.run!r}")
+        if other.config != self.config:
+            said.append(f"config sha256 {other.config[:12]}, not {self.config[:12]}")
+        return said
+
+
+@dataclass(frozen=True)
+class Seal:
+    """The record after a checkpoint's payload: its checksum, its run and its step."""
+
+    sha256: str
+    identity: RunIdentity
+    step: int
+
+    def to_bytes(self) -> bytes:
+        record = json.dumps(asdict(self), sort_keys=True).encode()
+        return record + len(record).to_bytes(8, "big") + SEAL_MAGIC
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Seal":
+        return cls(sha256=str(data["sha256"]), identity=RunIdentity(**data["identity"]), step=int(data["step"]))
+
+
+def save_checkpoint(run_dir: Path, state: Dict[str, Any], identity: RunIdentity) -> None:
     path = Path(run_dir) / CHECKPOINT
     try:
-        atomic_write(path, lambda tmp: _save(state, tmp))
+        atomic_write(path, lambda tmp: _save(state, identity, tmp))
     except (OSError, RuntimeError) as err:
         raise CheckpointError(f"{path}: cannot write the checkpoint: {_cause(err)}") from None
 
 
-def _save(state: Dict[str, Any], tmp: Path) -> None:
-    with open(tmp, "wb") as fh:  # a Python file: a failed write leaves its OSError (errno) in the chain
+def _save(state: Dict[str, Any], identity: RunIdentity, tmp: Path) -> None:
+    with open(tmp, "w+b") as fh:  # a Python file: a failed write leaves its OSError (errno) in the chain
         torch.save(state, fh)
+        size = fh.tell()
+        fh.seek(0)
+        seal = Seal(sha256=_sha256(fh, size), identity=identity, step=int(state["step"]))
+        fh.seek(size)
+        fh.write(seal.to_bytes())
+
+
+def _sha256(fh: BinaryIO, size: int) -> str:
+    """The sha256 of the next ``size`` bytes of ``fh``."""
+    digest = hashlib.sha256()
+    while size > 0:
+        chunk = fh.read(min(_CHUNK, size))
+        if not chunk:
+            break
+        digest.update(chunk)
+        size -= len(chunk)
+    return digest.hexdigest() if size == 0 else ""
 
 
 def _cause(err: BaseException) -> str:
@@ -54,32 +136,94 @@ def _cause(err: BaseException) -> str:
     return " ".join(str(err).split())[:300]
 
 
-def load_checkpoint(run_dir: Path) -> Optional[Dict[str, Any]]:
+def read_seal(path: Path) -> Seal:
+    """The seal of the checkpoint at ``path``, its payload's checksum verified; ``ResumeRefused`` naming the
+    file when it has no readable seal or the checksum differs."""
+    try:
+        with open(path, "rb") as fh:
+            seal, payload = _seal_at_end(fh, path)
+            fh.seek(0)
+            if _sha256(fh, payload) != seal.sha256:
+                raise ResumeRefused(f"{path}: damaged checkpoint (its sha256 differs from the one written with "
+                                    f"it); {_KEPT}")
+    except OSError as err:
+        raise ResumeRefused(f"{path}: unreadable checkpoint ({err.strerror or err}); {_KEPT}") from None
+    return seal
+
+
+def sealed_step(run_dir: Path) -> Optional[int]:
+    """The step the seal of ``run_dir``'s checkpoint records (checksum not verified), or None when there is
+    no checkpoint or no readable seal."""
+    path = Path(run_dir) / CHECKPOINT
+    try:
+        with open(path, "rb") as fh:
+            return _seal_at_end(fh, path)[0].step
+    except (OSError, ResumeRefused):
+        return None
+
+
+def _seal_at_end(fh: BinaryIO, path: Path) -> Tuple[Seal, int]:
+    """The seal at the end of the open checkpoint ``fh`` and the size of the payload before it."""
+    end = fh.seek(0, 2)
+    fh.seek(max(0, end - SEAL_TAIL))
+    tail = fh.read(SEAL_TAIL)
+    length = int.from_bytes(tail[:8], "big")
+    if tail[8:] != SEAL_MAGIC or length > end - SEAL_TAIL:
+        raise ResumeRefused(f"{path}: unreadable checkpoint (no seal at its end: truncated, or written by an older "
+                            f"rlscale); {_KEPT}")
+    payload = end - SEAL_TAIL - length
+    fh.seek(payload)
+    try:
+        return Seal.from_json(json.loads(fh.read(length))), payload
+    except (ValueError, KeyError, TypeError) as err:
+        raise ResumeRefused(f"{path}: unreadable checkpoint (damaged seal: {type(err).__name__}); {_KEPT}") from None
+
+
+def verify_checkpoint(run_dir: Path, identity: RunIdentity) -> Optional[Seal]:
+    """The seal of ``run_dir``'s checkpoint (None when there is none), refused with ``ResumeRefused``
+    unless the file is whole and belongs to the run ``identity``."""
     path = Path(run_dir) / CHECKPOINT
     if not path.exists():
         return None
+    seal = read_seal(path)
+    differences = identity.differences(seal.identity)
+    if differences:
+        raise ResumeRefused(f"{path} (step {seal.step}) belongs to another run ({'; '.join(differences)}); nothing "
+                            "changed; move it away or start over with --force")
+    return seal
+
+
+def load_checkpoint(run_dir: Path, identity: RunIdentity) -> Optional[Dict[str, Any]]:
+    """The checkpoint's state, verified by ``verify_checkpoint``; None when there is none."""
+    if verify_checkpoint(run_dir, identity) is None:
+        return None
+    path = Path(run_dir) / CHECKPOINT
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        return torch.load(path, map_location="cpu", weights_only=False)  # the zip reader skips the seal
     except Exception as err:  # torch.load raises many types for a damaged file
-        raise ResumeRefused(f"{path}: unreadable checkpoint ({type(err).__name__}); metrics.jsonl kept; "
-                            "restore the file or start over with --force") from None
+        raise ResumeRefused(f"{path}: unreadable checkpoint ({type(err).__name__}); {_KEPT}") from None
 
 
-def check_resumable(run_dir: Path) -> None:
+def check_resumable(run_dir: Path, identity: RunIdentity) -> None:
     """Raise ``ResumeRefused`` unless the run can start or resume without losing metrics: its checkpoint
-    is a complete file, or there is none and metrics.jsonl holds nothing beyond step 0."""
+    is whole and its own (``verify_checkpoint``), or there is none and metrics.jsonl holds nothing beyond
+    step 0."""
     run_dir = Path(run_dir)
-    path = run_dir / CHECKPOINT
-    if path.exists():
-        try:
-            with zipfile.ZipFile(path):  # torch.save's format; a truncated file has no central directory
-                return
-        except (OSError, zipfile.BadZipFile) as err:
-            raise ResumeRefused(f"{path}: unreadable checkpoint ({' '.join(str(err).split())}); metrics.jsonl "
-                                "kept; restore the file or start over with --force") from None
+    if verify_checkpoint(run_dir, identity) is not None:
+        return
     if not unsaved_start_only(run_dir / "metrics.jsonl"):
-        raise ResumeRefused(f"{path}: missing, but {run_dir / 'metrics.jsonl'} holds steps after 0; nothing "
-                            "deleted; restore the checkpoint or start over with --force")
+        raise ResumeRefused(f"{run_dir / CHECKPOINT}: missing, but {run_dir / 'metrics.jsonl'} holds steps after 0; "
+                            "nothing deleted; restore the checkpoint or start over with --force")
+
+
+def remove_stale_temporaries(run_dir: Path) -> List[Path]:
+    """Remove the temporary checkpoint files a killed writer left in ``run_dir``; return them. Call only
+    while holding the run folder's lock: no other writer of its checkpoints is alive."""
+    path = Path(run_dir) / CHECKPOINT
+    stale = sorted(path.parent.glob(f".{path.name}.*.tmp"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return stale
 
 
 def unsaved_start_only(metrics: Path) -> bool:

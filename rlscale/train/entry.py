@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from rlscale.config import ConfigError, compose_run_config, load_run_config
 from rlscale.results.atomic import atomic_write_text
-from rlscale.results.status import RunState, write_status
+from rlscale.results.status import RunState, read_status, write_status
 
 
 RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
@@ -19,9 +19,10 @@ RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
 def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool = False) -> str:
     """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``, pausing at step
     ``stop_at`` if given; return the state written to status.json (done | failed | diverged | pruned, or
-    pending when paused). Raises ``rlscale.results.errors.Refused``, writing nothing, when another
-    process holds the run folder or a resume would lose metrics. ``progress``: show a progress bar on a
-    terminal, periodic lines otherwise (rlscale.tracking.progress)."""
+    pending when paused), or done, touching nothing, when the run is ``finished``. Raises
+    ``rlscale.results.errors.Refused``, writing nothing, when another process holds the run folder or its
+    checkpoint cannot be resumed. ``progress``: show a progress bar on a terminal, periodic lines otherwise
+    (rlscale.tracking.progress)."""
     from rlscale.train.loop import train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -31,6 +32,8 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     except ConfigError as err:
         write_status(run_dir, RunState.FAILED, str(err))
         return RunState.FAILED.value
+    if finished(run_dir, int(cfg.trainer.max_steps)):
+        return RunState.DONE.value
     if not progress:
         return train(cfg, run_dir, stop_at)
     from rlscale.tracking.progress import run_progress
@@ -38,9 +41,19 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     return train(cfg, run_dir, stop_at, [run_progress(f"{cfg.sweep}/{cfg.variant}", int(cfg.trainer.max_steps))])
 
 
+def finished(run_dir: Path, max_steps: int) -> bool:
+    """Whether nothing is left to train: status.json says done at ``max_steps`` and the checkpoint's seal
+    records that step."""
+    from rlscale.train.checkpoint import sealed_step
+
+    status = read_status(run_dir)
+    return status["state"] == RunState.DONE.value and status.get("step") == max_steps == sealed_step(run_dir)
+
+
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force: bool = False) -> Path:
     """Compose the config, create its run directory (``out``) and write config.yaml there. An existing
-    run directory with the same config is resumed; a different one is refused unless ``force``."""
+    run directory with the same config is resumed (its config.yaml left as it is); a different one is
+    refused unless ``force``."""
     cfg = compose_run_config(overrides, config_name)
     run_dir = Path(cfg.out)
     text = OmegaConf.to_yaml(cfg)
@@ -51,7 +64,8 @@ def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force
     if force and run_dir.exists():
         start_over(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(existing, text)
+    if not existing.exists() or existing.read_text() != text:
+        atomic_write_text(existing, text)
     return run_dir
 
 

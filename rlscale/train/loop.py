@@ -31,8 +31,8 @@ from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 from rlscale.train.batch import ScoredGroup, collate
-from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, check_resumable, load_checkpoint,
-                                      save_checkpoint)
+from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, RunIdentity, check_resumable,
+                                      load_checkpoint, remove_stale_temporaries, save_checkpoint)
 from rlscale.train.components import Components, build_components, build_follower_learner
 from rlscale.train.evaluate import evaluate
 
@@ -114,6 +114,7 @@ class RunLoop:
         self.started = time.perf_counter()
         self.startup_s: float | None = None
         self.run_dir = Path(run_dir)
+        self.identity = RunIdentity.of(cfg, self.run_dir)
         tracker = open_tracker(cfg, self.run_dir)
         self.sinks = (*sinks, *([tracker] if tracker is not None else []))
         self.comps = build_components(cfg, self.run_dir)
@@ -132,9 +133,9 @@ class RunLoop:
                 "metrics_bytes": file_size(self.metrics_path), "samples_bytes": file_size(self.samples_path)}
 
     def restore(self) -> bool:
-        ckpt = load_checkpoint(self.run_dir)
+        ckpt = load_checkpoint(self.run_dir, self.identity)
         if ckpt is None:
-            check_resumable(self.run_dir)  # metrics beyond step 0 without a checkpoint are never deleted
+            check_resumable(self.run_dir, self.identity)  # metrics beyond step 0 without a checkpoint are never deleted
             for path in (self.metrics_path, self.samples_path):  # killed before the first checkpoint: start over
                 path.unlink(missing_ok=True)
             return False
@@ -156,7 +157,7 @@ class RunLoop:
         return True
 
     def checkpoint(self) -> None:
-        save_checkpoint(self.run_dir, self.state())
+        save_checkpoint(self.run_dir, self.state(), self.identity)
 
     # -- work ----------------------------------------------------------------------------------
     def evaluate(self, metrics: MetricsLog) -> None:
@@ -250,14 +251,17 @@ def train(cfg: DictConfig, run_dir: Path, stop_at: Optional[int] = None,
     (rlscale.engines.learners.deepspeed_learner).
 
     The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
-    metrics is refused (rlscale.train.checkpoint.check_resumable): both raise ``Refused`` before
-    status.json or anything else is written."""
+    metrics or load a damaged checkpoint or another run's is refused (rlscale.train.checkpoint.
+    check_resumable): both raise ``Refused`` before status.json or anything else is written. Temporary
+    checkpoint files a killed writer left are then removed, and said so."""
     if follower_rank():
         build_follower_learner(cfg).follow()
         return RunState.DONE.value
     run_dir = Path(run_dir)
     with FolderLock(run_dir, "run folder"):
-        check_resumable(run_dir)
+        check_resumable(run_dir, RunIdentity.of(cfg, run_dir))
+        for stale in remove_stale_temporaries(run_dir):
+            log.info("removed %s, a checkpoint write cut short", stale)
         return _train_locked(cfg, run_dir, stop_at, sinks)
 
 

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from rlscale.cli import app
 from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
-from rlscale.results.lock import FolderLock
+from rlscale.results.lock import LOCK_FILE, FolderLock
 from rlscale.results.metrics import read_metrics
 
 TINY = ["model.warmup_steps=2", "trainer.max_steps=3", "trainer.eval_every=1", "trainer.checkpoint_every=1",
@@ -426,7 +426,7 @@ def test_a_full_disk_simulated(monkeypatch, tmp_path):
 
     monkeypatch.setattr(checkpoint.torch, "save", full)
     with pytest.raises(checkpoint.CheckpointError, match="last.pt: cannot write the checkpoint: no space left"):
-        checkpoint.save_checkpoint(tmp_path, {"step": 1})
+        checkpoint.save_checkpoint(tmp_path, {"step": 1}, checkpoint.RunIdentity(config="", seed=0, run="run"))
     assert not list((tmp_path / "checkpoints").iterdir())  # no partial file left behind
 
 
@@ -470,3 +470,107 @@ def test_run_rejects_a_variant_that_would_leave_the_results_folder(workdir):
     assert result.exit_code == 2
     one_line_error(result, "field 'variant'", "'../../x'")
     assert not list(workdir.parent.glob("x")) and not (workdir / "results").exists()
+
+
+# -- 11. a run folder's own config and checkpoint, or a refusal that changes nothing -----------------------------
+
+def snapshot(folder: Path) -> dict:
+    """Every file under ``folder``: its bytes and modification time; the lock file only by its bytes (every
+    taker writes its holder record there and clears it on release)."""
+    return {path.relative_to(folder): (path.read_bytes(), None if path.name == LOCK_FILE else path.stat().st_mtime_ns)
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def extend(run_dir: Path, steps: int) -> None:
+    """Raise ``trainer.max_steps`` in the run's config.yaml: the finished run has steps left to train."""
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config["trainer"]["max_steps"] = steps
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture(scope="module")
+def other_seed(tmp_path_factory, cache) -> Path:
+    """A finished tiny run like ``trained`` but with seed 1, in a folder of the same name."""
+    run_dir = tmp_path_factory.mktemp("other") / "run"
+    done = rlscale("run", f"out={run_dir}", f"cache_dir={cache}", "seed=1", *TINY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return run_dir
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "a list"])
+def test_an_unusable_config_yaml_is_refused_and_changes_nothing(finished, damage):
+    config = finished / "config.yaml"
+    text = config.read_text()
+    cut = text.index("dataset_kwargs: {") + len("dataset_kwargs: {")
+    config.write_text({"empty": "", "truncated": text[:cut], "a list": "- seed\n- 7\n"}[damage])
+    before = snapshot(finished)
+    result = cli("run", "--run-dir", finished)
+    assert result.exit_code != 0
+    one_line_error(result, str(config))
+    assert snapshot(finished) == before
+
+
+def test_a_checkpoint_of_another_run_is_refused_and_changes_nothing(finished, other_seed):
+    extend(finished, 4)
+    checkpoint = finished / "checkpoints" / "last.pt"
+    shutil.copy(other_seed / "checkpoints" / "last.pt", checkpoint)
+    before = snapshot(finished)
+    result = cli("run", "--run-dir", finished)
+    assert result.exit_code == 1
+    one_line_error(result, f"{checkpoint} (step 3) belongs to another run (seed 1, not 0)")
+    assert snapshot(finished) == before
+
+
+def test_a_checkpoint_of_another_run_folder_is_refused(finished):
+    copy = finished.parent / "copy"
+    shutil.copytree(finished, copy)
+    extend(copy, 4)
+    result = cli("run", "--run-dir", copy)
+    assert result.exit_code == 1
+    one_line_error(result, str(copy / "checkpoints" / "last.pt"), "run folder 'run', not 'copy'")
+    assert state_of(copy) == "done"
+
+
+def tensor_bytes(checkpoint: Path) -> int:
+    """The offset of the largest tensor's data inside ``checkpoint`` (a torch.save zip)."""
+    import zipfile
+
+    with zipfile.ZipFile(checkpoint) as archive:
+        info = max((i for i in archive.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+    with open(checkpoint, "rb") as fh:
+        fh.seek(info.header_offset + 26)
+        name, extra = (int.from_bytes(fh.read(2), "little") for _ in range(2))
+    return info.header_offset + 30 + name + extra + info.file_size // 2
+
+
+def test_a_damaged_checkpoint_is_refused_and_changes_nothing(finished):
+    extend(finished, 4)
+    checkpoint = finished / "checkpoints" / "last.pt"
+    data = bytearray(checkpoint.read_bytes())
+    at = tensor_bytes(checkpoint)
+    data[at:at + 64] = bytes(b ^ 0xFF for b in data[at:at + 64])
+    checkpoint.write_bytes(bytes(data))
+    before = snapshot(finished)
+    result = cli("run", "--run-dir", finished)
+    assert result.exit_code == 1
+    one_line_error(result, str(checkpoint), "damaged checkpoint", "metrics.jsonl kept")
+    assert snapshot(finished) == before
+
+
+def test_rerunning_a_finished_run_touches_nothing(finished):
+    before = snapshot(finished)
+    result = cli("run", "--run-dir", finished)
+    assert result.exit_code == 0
+    one_line_error(result, str(finished), "finished", "nothing to do")
+    assert snapshot(finished) == before
+
+
+def test_a_resume_removes_temporary_checkpoints_a_kill_left(finished):
+    extend(finished, 4)
+    stale = finished / "checkpoints" / ".last.pt.k1ll3d.tmp"
+    shutil.copy(finished / "checkpoints" / "last.pt", stale)
+    done = rlscale("run", "--run-dir", finished)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"removed {stale}" in done.stderr
+    assert [p.name for p in (finished / "checkpoints").iterdir()] == ["last.pt"]
+    assert json.loads((finished / "status.json").read_text())["step"] == 4

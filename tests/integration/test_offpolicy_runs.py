@@ -21,6 +21,7 @@ import torch
 
 from rlscale.config import compose_run_config
 from rlscale.config.schema import OFFPOLICY_K
+from rlscale.train.checkpoint import read_seal, save_checkpoint
 from rlscale.train.offpolicy import pipeline
 from rlscale.train.loop import train
 from waiting import wait_for
@@ -89,7 +90,7 @@ def test_pipeline_checkpoint_of_an_older_rlscale_fails_clearly_and_is_kept(tmp_p
     path = tmp_path / "checkpoints" / "last.pt"
     checkpoint = torch.load(path, weights_only=False)
     checkpoint["source"] = {"consumed": 8, "ready": [], "in_flight": [3, 1, 4, 1]}  # prompt ids, no chunks
-    torch.save(checkpoint, path)
+    save_checkpoint(tmp_path, checkpoint, read_seal(path).identity)
     before = {name: (tmp_path / name).read_bytes() for name in ("checkpoints/last.pt", "metrics.jsonl")}
     assert run(tmp_path, "pipeline", 0, 4) == "failed"
     assert status(tmp_path)["reason"] == ("ValueError: checkpoints/last.pt: its PipelineRL state has no chunk "

@@ -9,8 +9,11 @@ import pytest
 import torch
 
 from rlscale.rl import NoPositiveResamplingPool
-from rlscale.train.checkpoint import CHECKPOINT, ResumeRefused, load_checkpoint, save_checkpoint
+from rlscale.train.checkpoint import CHECKPOINT, ResumeRefused, RunIdentity, load_checkpoint, save_checkpoint
 from rlscale.train.loop import RunLoop
+
+
+IDENTITY = RunIdentity(config="0" * 64, seed=0, run="run")
 
 
 class Stateless:
@@ -31,14 +34,14 @@ def played_pool() -> NoPositiveResamplingPool:
 def fake_loop(run_dir: Path, pool: NoPositiveResamplingPool) -> SimpleNamespace:
     comps = SimpleNamespace(model=Stateless(), learner=Stateless(), source=Stateless(), meter=Stateless(),
                             rng=torch.Generator(), pool=pool)
-    return SimpleNamespace(run_dir=run_dir, comps=comps, metrics_path=run_dir / "metrics.jsonl",
+    return SimpleNamespace(run_dir=run_dir, identity=IDENTITY, comps=comps, metrics_path=run_dir / "metrics.jsonl",
                            samples_path=run_dir / "samples.jsonl", step=0)
 
 
 def checkpoint(run_dir: Path, pool_state: dict) -> None:
     save_checkpoint(run_dir, {"step": 3, "model": {}, "learner": {}, "rng": torch.Generator().get_state(),
                               "torch_rng": torch.get_rng_state(), "pool": pool_state, "source": {},
-                              "compute": {}, "metrics_bytes": 0, "samples_bytes": 0})
+                              "compute": {}, "metrics_bytes": 0, "samples_bytes": 0}, IDENTITY)
 
 
 def test_the_pool_state_round_trips_through_a_checkpoint(tmp_path):
@@ -47,7 +50,7 @@ def test_the_pool_state_round_trips_through_a_checkpoint(tmp_path):
     assert (pool.epoch, pool.active()) == (3, [1, 2, 4, 5])
     checkpoint(tmp_path, pool.state_dict())
     restored = NoPositiveResamplingPool(num_prompts=6, threshold=0.9, window=2)
-    restored.load_state_dict(load_checkpoint(tmp_path)["pool"])
+    restored.load_state_dict(load_checkpoint(tmp_path, IDENTITY)["pool"])
     assert restored.state_dict() == pool.state_dict()
     a, b = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
     assert [pool.next_batch(3, a) for _ in range(4)] == [restored.next_batch(3, b) for _ in range(4)]
