@@ -1,6 +1,7 @@
 """Ctrl-C during a command: one line on stderr, exit status 130, no traceback, and no half-written file."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -16,10 +17,11 @@ def test_ctrl_c_during_fit_prints_one_line_and_exits_130(tmp_path):
         x, y = synthetic_curve(TABLE1["scalerl"], 60, 0.01, np.random.default_rng(seed))
         write_run(tmp_path / "results" / "sweep" / f"base_s{seed}", x, y, seed=seed)
     proc = subprocess.Popen([sys.executable, "-m", "rlscale.cli", "fit", str(tmp_path / "results"), "--n-boot",
-                             "2000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)  # past the imports, inside the bootstrap
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+                             "2000000", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(10)  # past the imports, inside the bootstrap
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole process group
+    out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)")
     assert not (tmp_path / "results" / "fits.json").exists()
