@@ -21,3 +21,14 @@ fit $D && python -m rlscale.cli report --html $D
 for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
 python -m rlscale.cli plan $D --budget 2.6e15 --x flops
 python -m rlscale.cli plan $D --budget 2.6e15 --x flops --fit-until 50% --out $D/fit-until-50
+D=$E/smollm2-sums-long
+fit $D && python -m rlscale.cli report --html $D
+for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
+python -m rlscale.cli report --html $D/fit-until-50
+python -m rlscale.cli plan $D --budget 5.2e15 --x flops
+python -m rlscale.cli plan $D --budget 5.2e15 --x flops --fit-until 50% --out $D/fit-until-50
+python -m rlscale.cli plan $E/smollm2-sums-scale --budget 5.2e15 --x flops --out $D/plan-from-sums-scale
+D=$E/smollm2-sums-long-pool
+fit $D && python -m rlscale.cli report --html $D
+for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
+python -m rlscale.cli plan $D --budget 3.6e15 --x flops
