@@ -14,6 +14,9 @@ distinct prompts) falls as 1 / sqrt(distinct prompts), not as 1 / sqrt(samples):
 prompts leave the spread of difficulty between prompts as it was. So the cure is stated in distinct
 prompts (``val_prompts``): the eval-noise share shrinks in proportion to 1 / prompts.
 
+A run's own standard error of A is taken from identified runs only: an interval cut off at the edge of A's
+range (an open one) is a width of the range, not of the run's noise.
+
 The sweep is flagged when the median run's A has a standard error above half the margin: its own eval noise
 then moves A by about the margin.
 """
@@ -49,7 +52,7 @@ def a_spread(runs: List[RunFit], pairing: bool) -> Optional[Pooled]:
 def eval_noise(runs: List[RunFit], sweep: str, margin: float, pairing: bool = True) -> Optional[EvalNoise]:
     """The eval precision of ``sweep``'s fitted runs; None when none has an interval on A."""
     members = [r for r in runs if r.sweep == sweep and r.fitted]
-    a_ses = [r.A_se_within for r in members if r.A_se_within is not None and comparable(r)]
+    a_ses = [r.A_se_within for r in members if r.A_se_within is not None and r.A_identified]
     if not a_ses:
         return None
     ses = [r.eval_se for r in members if r.eval_se is not None]

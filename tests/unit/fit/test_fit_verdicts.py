@@ -105,3 +105,8 @@ def test_eval_noise_share_and_cure_in_distinct_prompts():
     assert variance_share([0.01, 0.02, 0.03], None) is None
     assert eval_noise(runs, "other", 0.02) is None
     assert np.isfinite(spread.sd)
+    # an interval cut off at 1 measures the range, not the run's noise: its width is left out
+    open_run = RunFit(sweep="s", variant="x", seed=3, status="ok", A=0.7, A_identified=False, A_interval_open=True,
+                      A_se_within=0.2, eval_se=0.02, eval_prompts=58)
+    assert eval_noise([*runs, open_run], "s", 0.02).a_se == pytest.approx(0.01)
+    assert eval_noise([open_run], "s", 0.02) is None
