@@ -17,7 +17,8 @@ CONFIG_PARTS = ("job", "hydra")
 def run_command(
     overrides: Optional[List[str]] = typer.Argument(None, help="Hydra overrides, e.g. loss=gspo batch.prompts=8"),
     config_name: str = typer.Option("config", "--config-name", help="config.yaml (ScaleRL) or baseline"),
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="resume/train this run directory (its config.yaml)"),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="resume/train this run directory (its config.yaml); "
+                                            "trainer.max_steps=N as the one override extends it"),
     force: bool = typer.Option(False, "--force", help="start the run directory over (deletes its metrics)"),
     config_dir: Optional[Path] = typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP),
     cfg: Optional[str] = typer.Option(None, "--cfg", metavar=choices(CONFIG_PARTS), help="print the composed config (job) or Hydra's "
@@ -31,7 +32,7 @@ def run_command(
     from rlscale.paths import add_config_dir
     from rlscale.results.names import printable
     from rlscale.results.status import read_status
-    from rlscale.train.entry import finished, prepare_run_dir, start_over, train_run_dir
+    from rlscale.train.entry import extend_run, finished, prepare_run_dir, requested_steps, start_over, train_run_dir
 
     if config_dir is not None:
         add_config_dir(config_dir)
@@ -49,9 +50,13 @@ def run_command(
             run_dir = prepare_run_dir(overrides or [], config_name, force)
         elif not (run_dir / "config.yaml").exists():
             raise ConfigError(f"--run-dir {printable(run_dir)}: no config.yaml there")
-        max_steps = int(load_run_config(run_dir / "config.yaml").trainer.max_steps)  # refused before any write
+        load_run_config(run_dir / "config.yaml")  # refused before any write
+        steps = requested_steps(run_dir, overrides or []) if resuming else None
         if resuming and force:
             start_over(run_dir)
+        if steps is not None:
+            extend_run(run_dir, steps)
+        max_steps = int(load_run_config(run_dir / "config.yaml").trainer.max_steps)
     except ConfigError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

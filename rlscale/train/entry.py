@@ -50,6 +50,46 @@ def finished(run_dir: Path, max_steps: int) -> bool:
     return status["state"] == RunState.DONE.value and status.get("step") == max_steps == sealed_step(run_dir)
 
 
+EXTEND_KEY = "trainer.max_steps"
+
+
+def requested_steps(run_dir: Path, overrides: Sequence[str]) -> Optional[int]:
+    """The step count of ``trainer.max_steps=N``, the one override an existing run directory takes (None
+    without overrides). Raises ConfigError for any other override or a value that is not a whole number."""
+    wrong = [o for o in overrides if o.partition("=")[0] != EXTEND_KEY]
+    if wrong:
+        raise ConfigError(f"--run-dir {run_dir}: override {wrong[0]!r}: an existing run takes only "
+                          f"{EXTEND_KEY}=N (to extend it); pass out=<dir> for a run with another config")
+    if not overrides:
+        return None
+    try:
+        return int(overrides[-1].partition("=")[2])
+    except ValueError:
+        raise ConfigError(f"override {overrides[-1]!r}: {EXTEND_KEY} must be a whole number") from None
+
+
+def extend_run(run_dir: Path, max_steps: int) -> None:
+    """Give the run of ``run_dir`` ``max_steps`` steps: its config.yaml gets the new count (written atomically,
+    nothing else touched) and the next train_run_dir continues the curve from the last checkpoint. Raises
+    ConfigError, writing nothing, below the step the run has reached or for a run that has trained but kept
+    no checkpoint to continue from."""
+    from rlscale.train.checkpoint import sealed_step
+
+    path = Path(run_dir) / "config.yaml"
+    raw = OmegaConf.load(path)
+    sealed = sealed_step(run_dir)
+    reached = max(int(read_status(run_dir).get("step") or 0), sealed or 0)
+    where = f"override {EXTEND_KEY}={max_steps}"
+    if max_steps < max(reached, 1):
+        raise ConfigError(f"{where}: {run_dir} has reached step {reached}; {EXTEND_KEY} can only grow")
+    if reached and sealed is None:
+        raise ConfigError(f"{where}: {run_dir} has no checkpoint to continue from (it reached step {reached}); "
+                          "--force starts it over")
+    if int(raw.trainer.max_steps) != max_steps:
+        raw.trainer.max_steps = max_steps
+        atomic_write_text(path, OmegaConf.to_yaml(raw))
+
+
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force: bool = False) -> Path:
     """Compose the config, create its run directory (``out``) and write config.yaml there. An existing
     run directory with the same config is resumed (its config.yaml left as it is); a different one is

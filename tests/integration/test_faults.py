@@ -565,6 +565,23 @@ def test_rerunning_a_finished_run_touches_nothing(finished):
     assert snapshot(finished) == before
 
 
+@pytest.mark.parametrize("override, words", [
+    ("trainer.max_steps=2", ["trainer.max_steps=2", "reached step 3", "can only grow"]),
+    ("loss=dapo", ["'loss=dapo'", "takes only trainer.max_steps=N"]),
+    ("trainer.max_steps=lots", ["'trainer.max_steps=lots'", "whole number"]),
+    ("no checkpoint", ["trainer.max_steps=9", "no checkpoint to continue from", "--force"]),
+])
+def test_an_existing_run_takes_only_a_larger_step_count(finished, override, words):
+    if override == "no checkpoint":
+        (finished / "checkpoints" / "last.pt").unlink()
+        override = "trainer.max_steps=9"
+    before = snapshot(finished)
+    result = cli("run", "--run-dir", finished, override)
+    assert result.exit_code == 2
+    one_line_error(result, *words)
+    assert snapshot(finished) == before
+
+
 def test_a_resume_removes_temporary_checkpoints_a_kill_left(finished):
     extend(finished, 4)
     stale = finished / "checkpoints" / ".last.pt.k1ll3d.tmp"

@@ -100,6 +100,22 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     assert lines(cut_dir / "samples.jsonl") == lines(ref_dir / "samples.jsonl")  # cut back like metrics.jsonl
 
 
+def test_a_finished_run_extended_repeats_the_longer_uninterrupted_run(tmp_path):
+    """``rlscale run --run-dir DIR trainer.max_steps=N`` continues a finished run from its last checkpoint:
+    nothing it wrote is rewritten, and its curve is the one a run planned for N steps from the start draws."""
+    ref_dir, short_dir = tmp_path / "ref", tmp_path / "short"
+    run_to_end("out=" + str(ref_dir), *SHORT)
+    run_to_end("out=" + str(short_dir), *SHORT, "trainer.max_steps=4")
+    before = (short_dir / "metrics.jsonl").read_text()
+    out = run_to_end("--run-dir", str(short_dir), "trainer.max_steps=8")
+    assert out.strip().splitlines()[-1].endswith(": done"), out[-2000:]
+    assert (short_dir / "metrics.jsonl").read_text().startswith(before)
+    ref, extended = lines(ref_dir / "metrics.jsonl"), lines(short_dir / "metrics.jsonl")
+    assert [(r["kind"], r["step"]) for r in extended] == [(r["kind"], r["step"]) for r in ref]
+    assert [without_timing(r) for r in extended] == [without_timing(r) for r in ref]
+    assert json.loads((short_dir / "status.json").read_text())["step"] == 8
+
+
 def test_a_short_run_writes_samples_that_the_report_shows_escaped(tmp_path):
     """Every eval logs ``trainer.eval_samples_logged`` completions; the tiny model's traces hold
     ``</think>``, which the report shows as text."""
