@@ -23,8 +23,8 @@ from rlscale.sweep.prune import PruningConfig, resume_pruned
 from rlscale.sweep.resolve import ResolvedRun, resolve_runs, results_root
 from rlscale.sweep.sbatch import check_launcher, render_sbatch, script_path
 from rlscale.sweep.spec import SpecError, SweepSpec, find_spec, load_spec, split_cli
-from rlscale.sweep.state import (SweepRecord, clear_run, config_conflict, has_progress, new_record, read_record,
-                                 write_config, write_record)
+from rlscale.sweep.state import (SweepRecord, clear_run, config_conflict, has_progress, new_record, planned_steps,
+                                 read_record, write_config, write_record)
 
 DONE_STATES = (RunState.DONE.value, RunState.DIVERGED.value)
 FINAL_STATES = DONE_STATES + (RunState.FAILED.value, RunState.PRUNED.value)
@@ -83,6 +83,17 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     return decide(spec, sweep_dir, runs, tuple(cli), request)
 
 
+def longer_run(run: ResolvedRun, conflict: Optional[str], state: str) -> Optional[int]:
+    """The existing step count of a run whose config differs from the spec's in ``trainer.max_steps`` alone,
+    where that makes one of them an extension of the other (rlscale.train.entry.extend_run): the spec asks
+    more of any run, or a finished run was extended beyond it. None otherwise."""
+    steps = planned_steps(run) if conflict == "trainer" else None
+    if steps is None or config_conflict(run, ignore_steps=True) is not None:
+        return None
+    planned = int(run.cfg.trainer.max_steps)
+    return steps if planned > steps or state in DONE_STATES else None
+
+
 def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple[str, ...],
            request: SweepRequest) -> SweepPlan:
     """What to submit, decided from the disk as it is now (``rlscale sweep`` decides again once it holds
@@ -110,6 +121,13 @@ def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple
             plan.skipped[name] = f"in use by {holder}"
             continue
         conflict = config_conflict(run)
+        steps = longer_run(run, conflict, state)
+        if steps is not None and not busy:
+            if steps > int(run.cfg.trainer.max_steps):  # extended by hand beyond the spec: keep its config
+                plan.skipped[name] = f"finished (extended to {steps} steps)"
+            else:  # the spec plans more steps: the run goes on from its last checkpoint
+                plan.submit.append(run)
+            continue
         if conflict and busy:
             raise SpecError(f"{run.run_dir}: still running as job {job}; cancel it before changing its config "
                             f"(field '{conflict}')")

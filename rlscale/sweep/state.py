@@ -116,10 +116,11 @@ def config_text(run: ResolvedRun) -> str:
     return OmegaConf.to_yaml(run.cfg)
 
 
-def config_conflict(run: ResolvedRun) -> Optional[str]:
+def config_conflict(run: ResolvedRun, ignore_steps: bool = False) -> Optional[str]:
     """The first top-level field where the run's existing config.yaml differs from the new one, or None
     (no config yet, or the same). ``out`` is not compared: the run folder is the same one by construction,
-    and a folder written with absolute paths keeps resuming after a copy."""
+    and a folder written with absolute paths keeps resuming after a copy; ``ignore_steps`` leaves out
+    ``trainer.max_steps`` too."""
     path = run.run_dir / "config.yaml"
     if not path.exists():
         return None
@@ -128,12 +129,22 @@ def config_conflict(run: ResolvedRun) -> Optional[str]:
     except Exception:  # an unreadable old config is a conflict, whatever yaml raised
         return "config.yaml (unreadable)"
     new = OmegaConf.to_container(run.cfg)
-    old.pop("out", None)
-    new.pop("out", None)
+    for config in (old, new):
+        config.pop("out", None)
+        if ignore_steps and isinstance(config.get("trainer"), dict):
+            config["trainer"].pop("max_steps", None)
     if old == new:
         return None
     keys = sorted(set(old) | set(new), key=str)
     return next(str(k) for k in keys if old.get(k) != new.get(k))
+
+
+def planned_steps(run: ResolvedRun) -> Optional[int]:
+    """``trainer.max_steps`` of the run's existing config.yaml (None without a readable one)."""
+    try:
+        return int(OmegaConf.load(run.run_dir / "config.yaml").trainer.max_steps)
+    except Exception:  # missing or unreadable: config_conflict names it
+        return None
 
 
 def write_config(run: ResolvedRun) -> None:

@@ -1,6 +1,6 @@
 """A real sweep on the local submitit executor with the real trainer (embedded default, few steps): runs
 in parallel lanes, a crashing variant never stops the others, reruns skip finished runs and resubmit the
-failed one, a changed config is refused, ``--force`` clears, ``rlscale status`` reports, and values with
+failed one, more steps extend the finished runs, a changed config is refused, ``--force`` clears, ``rlscale status`` reports, and values with
 shell syntax (results path, launcher setup) never execute."""
 from __future__ import annotations
 
@@ -72,7 +72,18 @@ def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, cap
     assert again["jobs"]["scalerl"] == record["jobs"]["scalerl"] and again["jobs"]["broken"] != record["jobs"]["broken"]
     assert again["created"] == record["created"]
 
-    changed = cli(*args[:-2], "trainer.max_steps=5", "--results", str(results))
+    # more steps in the spec extend the finished runs from their last checkpoint; nothing written is rewritten
+    before = (sweep_dir / "scalerl" / "metrics.jsonl").read_text()
+    longer = cli(*args[:-2], "trainer.max_steps=6", "--results", str(results))
+    assert longer.exit_code == 1, longer.output  # broken fails again
+    assert (sweep_dir / "scalerl" / "metrics.jsonl").read_text().startswith(before)
+    for run in ("scalerl", "loss_dapo"):
+        assert raw_steps(sweep_dir / run, "train") == [1, 2, 3, 4, 5, 6]
+        assert raw_steps(sweep_dir / run, "eval") == [0, 2, 4, 6]
+    shorter = cli(*args)  # the spec's 4 steps again: the extended runs stay as they are
+    assert "scalerl (finished (extended to 6 steps))" in " ".join(shorter.output.split()), shorter.output
+
+    changed = cli(*args[:-2], "trainer.eval_every=1", "--results", str(results))
     assert changed.exit_code == 2 and "field 'trainer' differs" in changed.output and "--force" in changed.output
 
     forced = cli(*args, "--force", "--dry-run")
