@@ -103,4 +103,4 @@ def _multirun(overrides: List[str], config_name: str, force: bool) -> None:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     sweep_command([f"conf={spec}"], seeds=None, dry_run=False, detach=False, force=force, results=results,
-                  prune=False, resume_pruned=False, config_dir=None)
+                  prune=False, resume_pruned=False, config_dir=None, list_specs=False)

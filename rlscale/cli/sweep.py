@@ -17,7 +17,7 @@ from rlscale.sweep.detach import streams_detached
 from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
-from rlscale.sweep.table import progress_table, summary, variants_table, watch
+from rlscale.sweep.table import progress_table, specs_table, summary, variants_table, watch
 
 
 def sweep_command(
@@ -35,6 +35,8 @@ def sweep_command(
                                "pruning: block)"),
     resume_pruned: bool = typer.Option(False, "--resume-pruned", help="train the pruned runs on to the end"),
     config_dir: Optional[Path] = typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP),
+    list_specs: bool = typer.Option(False, "--list", help="list the sweep specs conf=NAME can take, with their "
+                                    "descriptions, and exit"),
 ) -> None:
     """Run a sweep: expand and validate every variant, write results/<sweep>/, submit through submitit
     (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. Rerunning
@@ -42,6 +44,9 @@ def sweep_command(
     if config_dir is not None:
         add_config_dir(config_dir)
     console = output_console()
+    if list_specs:
+        console.print(specs_table(), markup=False)
+        return
     request = SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results, prune=prune,
                            resume_pruned=resume_pruned)
     with ExitStack() as held:

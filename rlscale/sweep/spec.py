@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
@@ -98,6 +98,23 @@ def find_spec(conf: str) -> Path:
         if (folder / f"{conf}.yaml").is_file():
             return folder / f"{conf}.yaml"
     raise SpecError(f"conf={conf}: unknown sweep spec; available: {known_specs()}")
+
+
+def listed_specs() -> List[Tuple[str, str, Path]]:
+    """Every ``conf=NAME`` a sweep can take, as (name, description, file), the file ``find_spec`` would use; a
+    spec that does not parse is listed with why."""
+    found: Dict[str, Path] = {}
+    for folder in sweep_dirs():
+        for path in sorted(folder.glob("*.yaml")):
+            found.setdefault(path.stem, path)
+    listed = []
+    for name, path in sorted(found.items()):
+        try:
+            description = str(load_spec(path).description) or "(no description)"
+        except SpecError as err:
+            description = f"(not usable: {err})"
+        listed.append((name, description, path))
+    return listed
 
 
 def known_specs() -> str:

@@ -1,4 +1,4 @@
-"""Rich tables: the variants of a sweep (``--dry-run``) and the live progress of its runs (``rlscale
+"""Rich tables: the sweep specs (``--list``), the variants of a sweep (``--dry-run``) and the live progress of its runs (``rlscale
 sweep`` until done, ``rlscale status``)."""
 from __future__ import annotations
 
@@ -26,6 +26,18 @@ def variants_table(title: str, runs: Sequence[ResolvedRun], base: str) -> Table:
         name = f"{r.run.variant} (base)" if r.run.variant == base else r.run.variant
         table.add_row(*map(shown, (r.run.name, name, r.run.axis or "", str(r.cfg.seed), r.run.config,
                                    " ".join(r.run.overrides), str(r.run_dir))))
+    return table
+
+
+def specs_table() -> Table:
+    """The sweep specs ``conf=NAME`` can take (``rlscale sweep --list``), first match of the search path."""
+    from rlscale.sweep.spec import listed_specs
+
+    table = Table(title="sweep specs (conf=NAME)")
+    for column in ("name", "description", "file"):
+        table.add_column(column, overflow="fold")
+    for name, description, path in listed_specs():
+        table.add_row(*map(shown, (name, description, str(path))))
     return table
 
 

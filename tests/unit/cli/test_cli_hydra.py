@@ -104,3 +104,23 @@ def test_multirun_goes_through_the_sweep_validation(tmp_path, monkeypatch):
     result = cli("run", "-m", "loss=cispo,dapo", "batch.prompts=-1")
     assert result.exit_code == 2 and "multirun.yaml: variant 'loss-cispo'" in result.output, result.output
     assert "batch.prompts" in result.output and not (tmp_path / "results/multirun").exists()
+
+
+def test_sweep_list_names_every_spec_with_its_description_and_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(CONFIG_PATH_ENV, raising=False)
+    mine = tmp_path / "mine" / "sweeps"
+    mine.mkdir(parents=True)
+    (mine / "loo.yaml").write_text(yaml.safe_dump(  # shadows the packaged loo
+        {"name": "loo", "kind": "list", "description": "my own loo", "base": {"name": "scalerl"},
+         "variants": {"dapo": ["loss=dapo"]}}))
+    (mine / "broken.yaml").write_text("name: broken\nkind: nonsense\n")
+    listed = cli("sweep", "--list", "--config-dir", str(mine.parent))
+    assert listed.exit_code == 0, listed.output
+    names = [line.split("│")[1].strip() for line in listed.output.splitlines() if line.count("│") == 4]
+    assert {"broken", "loo", "scale_gens"} <= set(names) and names.count("loo") == 1
+    text = " ".join(listed.output.replace("│", " ").split())
+    assert "loo my own loo" in text and "ScaleRL and its leave-one-out reversions" not in text  # first match only
+    assert "broken (not usable:" in text and "'nonsense' is not one of" in text
+    assert "scale_gens ScaleRL with 4, 8 or 16 generations per prompt" in text  # a packaged one
+    assert not (tmp_path / "results").exists()  # listing writes nothing
