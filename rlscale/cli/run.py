@@ -25,7 +25,11 @@ def run_command(
                                              "own node (hydra) and exit"),
     info: bool = typer.Option(False, "--info", help="print the config search path and the config groups, and exit"),
     multirun: bool = typer.Option(False, "-m", "--multirun", help="comma-separated values (loss=cispo,dapo) "
-                                  "make a grid sweep under results/multirun, run as rlscale sweep"),
+                                  "make a grid sweep (--name, under --results), run as rlscale sweep"),
+    name: str = typer.Option("multirun", "--name", help="with -m: the grid sweep's name"),
+    results: Path = typer.Option(Path("results"), "--results", help="with -m: results root"),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="with -m: N runs of every cell (seed=0..N-1)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="with -m: write the configs, submit nothing"),
 ) -> None:
     """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json)."""
     from rlscale.config import ConfigError, load_run_config
@@ -42,8 +46,12 @@ def run_command(
         if info or cfg is not None:
             typer.echo(_describe(overrides or [], config_name, cfg), nl=False)
             return
+        grid_only = [flag for flag, given in (("--name", name != "multirun"), ("--results", results != Path("results")),
+                                              ("--seeds", seeds is not None), ("--dry-run", dry_run)) if given]
+        if grid_only and not multirun:
+            raise ConfigError(f"{grid_only[0]} goes with -m (a grid sweep); one run's folder is out=DIR")
         if multirun:
-            _multirun(overrides or [], config_name, force)
+            _multirun(overrides or [], config_name, force, name, results, seeds, dry_run)
             return
         resuming = run_dir is not None
         if not resuming:
@@ -91,16 +99,21 @@ def _describe(overrides: List[str], config_name: str, part: Optional[str]) -> st
     return "\n".join(lines) + "\n"
 
 
-def _multirun(overrides: List[str], config_name: str, force: bool) -> None:
+def _multirun(overrides: List[str], config_name: str, force: bool, name: str, results: Path, seeds: Optional[int],
+              dry_run: bool) -> None:
     from rlscale.cli.sweep import sweep_command
     from rlscale.sweep.multirun import write_multirun_spec
     from rlscale.sweep.spec import SpecError
 
-    results = Path("results")
     try:
-        spec = write_multirun_spec(overrides, results, config_name)
+        spec, new = write_multirun_spec(overrides, results, config_name, name, seeds)
     except SpecError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
-    sweep_command([f"conf={spec}"], seeds=None, dry_run=False, detach=False, force=force, results=results,
-                  prune=False, resume_pruned=False, config_dir=None, list_specs=False)
+    try:
+        sweep_command([f"conf={spec}"], seeds=seeds, dry_run=dry_run, detach=False, force=force, results=results,
+                      prune=False, resume_pruned=False, config_dir=None, list_specs=False)
+    except typer.Exit as refused:
+        if new and refused.exit_code == 2:  # the grid did not validate: its spec goes too
+            spec.unlink(missing_ok=True)
+        raise

@@ -81,7 +81,8 @@ def test_config_dir_configs_and_specs_come_before_the_packaged_ones(tmp_path, mo
 
 def test_multirun_builds_the_variants_of_the_equal_grid_spec(tmp_path):
     overrides = ["loss=cispo,dapo", "aggregation=prompt,token", "batch.prompts=4"]
-    path = write_multirun_spec(overrides, tmp_path)
+    path, new = write_multirun_spec(overrides, tmp_path)
+    assert new and write_multirun_spec(overrides, tmp_path) == (path, False)  # the same grid again: left as it is
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump({"name": "multirun", "kind": "grid", "base": {"name": "loss-cispo_aggregation-prompt"},
                                     "axes": {"loss": ["cispo", "dapo"], "aggregation": ["prompt", "token"]},
@@ -104,6 +105,28 @@ def test_multirun_goes_through_the_sweep_validation(tmp_path, monkeypatch):
     result = cli("run", "-m", "loss=cispo,dapo", "batch.prompts=-1")
     assert result.exit_code == 2 and "multirun.yaml: variant 'loss-cispo'" in result.output, result.output
     assert "batch.prompts" in result.output and not (tmp_path / "results/multirun").exists()
+    assert not (tmp_path / "results/multirun.yaml").exists()  # the grid that did not validate leaves no spec
+
+
+def test_multirun_names_its_grid_places_it_and_gives_it_seeds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results = tmp_path / "elsewhere"
+    args = ["run", "-m", "loss=cispo,dapo", "--name", "lossgrid", "--results", str(results), "--seeds", "2"]
+    first = cli(*args, "--dry-run")
+    assert first.exit_code == 0, first.output
+    runs = sorted(p.name for p in (results / "lossgrid").iterdir() if p.is_dir())
+    assert runs == ["loss-cispo_s0", "loss-cispo_s1", "loss-dapo_s0", "loss-dapo_s1"]
+    assert OmegaConf.load(results / "lossgrid/loss-dapo_s1/config.yaml").seed == 1
+    spec = (results / "lossgrid.yaml").read_text()
+    assert cli(*args, "--dry-run").exit_code == 0 and (results / "lossgrid.yaml").read_text() == spec  # resumes
+    other = cli("run", "-m", "loss=cispo,gspo", "--name", "lossgrid", "--results", str(results), "--dry-run")
+    assert other.exit_code == 2 and "another -m grid is saved under the name 'lossgrid'" in other.output
+    assert (results / "lossgrid.yaml").read_text() == spec  # nothing overwritten
+    seeded = cli("run", "-m", "loss=cispo,dapo", "seed=0,1", "--results", str(results))
+    assert seeded.exit_code == 2 and "--seeds N" in seeded.output and not (results / "multirun.yaml").exists()
+    alone = cli("run", "--seeds", "2")
+    assert alone.exit_code == 2 and "--seeds goes with -m" in alone.output
+    assert not (tmp_path / "results").exists()
 
 
 def test_sweep_list_names_every_spec_with_its_description_and_file(tmp_path, monkeypatch):
