@@ -1,4 +1,4 @@
-"""The ``rlscale`` console script. Each command has its module here (``run``, ``sweep`` with ``status``,
+"""The ``rlscale`` console script. Each command has its module here (``run``, ``sweep`` with ``status`` and ``cancel``,
 ``fit``, ``report``, ``plan``); the domain packages they drive import none of them. This module only
 registers them, so ``rlscale --help`` stays fast."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rlscale.cli.fit import fit_command
 from rlscale.cli.plan import plan_command
 from rlscale.cli.report import report_command
 from rlscale.cli.run import run_command
-from rlscale.cli.sweep import status_command, sweep_command
+from rlscale.cli.sweep import cancel_command, status_command, sweep_command
 from rlscale.config.registry import axes_help
 
 
@@ -64,6 +64,7 @@ TAKES_OVERRIDES = {"context_settings": {"allow_interspersed_args": True}, "epilo
 app.command("run", **TAKES_OVERRIDES)(one_line_errors(run_command))
 app.command("sweep", **TAKES_OVERRIDES)(one_line_errors(sweep_command))
 app.command("status")(one_line_errors(status_command))
+app.command("cancel")(one_line_errors(cancel_command))
 app.command("fit")(one_line_errors(fit_command))
 app.command("report")(one_line_errors(report_command))
 app.command("plan")(one_line_errors(plan_command))

@@ -121,3 +121,25 @@ def status_command(results_dir: Path = typer.Argument(Path("results"), help="res
     console = output_console()
     console.print(progress_table(rows, title=f"runs under {shown(results_dir)}"))
     console.print(summary(rows), markup=False)
+
+
+def cancel_command(results_dir: Path = typer.Argument(Path("results"), help="results root or a sweep folder")) -> None:
+    """Stop the queued and running jobs of the sweeps under RESULTS_DIR (scancel for SLURM, the local lanes'
+    processes otherwise); their unfinished runs are marked failed (cancelled), and rerunning the sweep resumes
+    them from their last checkpoints."""
+    from rlscale.sweep.cancel import cancel_jobs
+
+    if not results_dir.exists():
+        typer.echo(f"error: {printable(results_dir)}: no such folder", err=True)
+        raise typer.Exit(2)
+    try:
+        done = cancel_jobs(results_dir)
+    except SpecError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    if not done.jobs:
+        typer.echo(f"nothing to cancel: no job of the sweeps under {printable(results_dir)} is queued or running")
+        return
+    jobs = "; ".join(f"{launcher} {', '.join(ids)}" for launcher, ids in done.jobs.items())
+    typer.echo(printable(f"cancelled jobs ({jobs}); {len(done.runs)} unfinished run(s) marked cancelled: "
+                         + ", ".join(str(p) for p in done.runs)))

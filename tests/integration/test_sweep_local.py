@@ -1,6 +1,7 @@
 """A real sweep on the local submitit executor with the real trainer (embedded default, few steps): runs
 in parallel lanes, a crashing variant never stops the others, reruns skip finished runs and resubmit the
-failed one, more steps extend the finished runs, a changed config is refused, ``--force`` clears, ``rlscale status`` reports, and values with
+failed one, more steps extend the finished runs, a changed config is refused, ``--force`` clears,
+``rlscale status`` reports, ``rlscale cancel`` stops a detached sweep that a rerun resumes, and values with
 shell syntax (results path, launcher setup) never execute."""
 from __future__ import annotations
 
@@ -116,3 +117,37 @@ def test_a_detached_sweep_returns_through_a_pipe_while_its_runs_train(tmp_path):
         assert time.monotonic() < deadline, "the detached run did not finish"
         time.sleep(2)
     assert json.loads((run_dir / "status.json").read_text())["state"] == "done"
+
+
+def test_cancel_stops_a_detached_sweep_and_a_rerun_resumes_it(tmp_path):
+    spec = tmp_path / "long.yaml"
+    spec.write_text(yaml.safe_dump({"name": "long", "kind": "grid", "base": {"name": "loss-cispo"},
+                                    "axes": {"loss": ["cispo"]}, "seeds": 1,
+                                    "overrides": ["trainer.max_steps=400", "trainer.eval_every=200",
+                                                  "trainer.checkpoint_every=2", "task.val_size=40"]},
+                                   sort_keys=False))
+    results = tmp_path / "results"
+    sweep = [sys.executable, "-m", "rlscale.cli", "sweep", f"conf={spec}", "--results", str(results), "--detach"]
+    started = subprocess.run(sweep, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert started.returncode == 0, started.stdout + started.stderr
+    run_dir = results / "long" / "loss-cispo"
+    deadline = time.monotonic() + 600
+    while not (run_dir / "metrics.jsonl").exists() or 4 not in raw_steps(run_dir, "train"):
+        assert time.monotonic() < deadline, "the run did not reach step 4"
+        time.sleep(1)
+    job = json.loads((results / "long" / "sweep.json").read_text())["jobs"]["loss-cispo"]
+
+    cancelled = cli("cancel", str(results))
+    assert cancelled.exit_code == 0, cancelled.output
+    assert f"cancelled jobs (local {job})" in cancelled.output and "1 unfinished run(s)" in cancelled.output
+    assert not Path(f"/proc/{job}").exists() or b"submitit" not in Path(f"/proc/{job}/cmdline").read_bytes()
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "failed" and status["reason"].startswith("cancelled")
+    reached = max(raw_steps(run_dir, "train"))
+    time.sleep(3)
+    assert max(raw_steps(run_dir, "train")) == reached  # nothing trains any more
+    assert "nothing to cancel" in cli("cancel", str(results)).output
+
+    resumed = subprocess.run(sweep, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert resumed.returncode == 0 and "submitted 1 run(s)" in " ".join(resumed.stdout.split()), resumed.stdout
+    assert "cancelled jobs" in cli("cancel", str(results)).output

@@ -115,3 +115,28 @@ def test_plain_sbatch_script_makes_the_same_run_dir(slurm_cluster, tmp_path, mon
     plan = plan_sweep(SweepRequest(args=args))
     assert plan.skipped == {"ppo_offpolicy": "finished"}
     assert [r.run.name for r in plan.submit] == ["scalerl", "loss_dapo"]
+
+
+def test_cancel_stops_a_slurm_sweep_and_marks_its_runs(slurm_cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "slow", "kind": "list", "base": {"name": "scalerl"},
+        "overrides": ["trainer.max_steps=400", "trainer.eval_every=200", "trainer.checkpoint_every=2",
+                      "task.val_size=40"], "variants": {"loss_dapo": ["loss=dapo"]}}))
+    results = tmp_path / "results"
+    started = CliRunner().invoke(app, ["sweep", f"conf={spec}", *SLURM, "--results", str(results), "--detach"])
+    assert started.exit_code == 0, started.output
+    sweep_dir = results.resolve() / "slow"
+    jobs = json.loads((sweep_dir / "sweep.json").read_text())["jobs"]
+    wait_for(lambda: last_train_step(sweep_dir / "scalerl") >= 2, 900, "scalerl to train", every_s=0.5)
+
+    cancelled = CliRunner().invoke(app, ["cancel", str(results)])
+    assert cancelled.exit_code == 0, cancelled.output
+    assert "cancelled jobs (slurm" in cancelled.output and "2 unfinished run(s)" in cancelled.output
+    queued = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(sorted(set(jobs.values())))], capture_output=True,
+                            text=True, timeout=60).stdout
+    assert queued.strip() == ""
+    for run in ("scalerl", "loss_dapo"):
+        status = json.loads((sweep_dir / run / "status.json").read_text())
+        assert status["state"] == "failed" and status["reason"].startswith("cancelled"), (run, status)
