@@ -26,7 +26,9 @@ def sweep_command(
                                           "Hydra overrides applied to every variant, e.g. launcher=slurm"),
     seeds: Optional[int] = typer.Option(None, "--seeds", help="N runs per variant (<variant>_s<k>, seed=k)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the variants, write the configs and "
-                                 "slurm/<sweep>/*.sbatch, submit nothing"),
+                                 "<sbatch-dir>/<sweep>/*.sbatch, submit nothing"),
+    sbatch_dir: Optional[Path] = typer.Option(None, "--sbatch-dir", help="where --dry-run writes <sweep>/*.sbatch "
+                                              "(default: slurm/ beside the results root)"),
     detach: bool = typer.Option(False, "--detach", help="return once submitted (watch with rlscale status)"),
     force: bool = typer.Option(False, "--force", help="clear every run and rerun all"),
     results: Path = typer.Option(Path("results"), "--results", help="results root"),
@@ -58,9 +60,10 @@ def sweep_command(
             if dry_run:
                 console.print(variants_table(f"sweep {plan.spec.name} ({plan.spec.kind}, {plan.record.launcher})",
                                              plan.runs, plan.spec.base.name))
-                scripts = write_scripts(plan)
-                console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/ and the run configs "
-                              f"under {plan.sweep_dir}/; nothing submitted", markup=False)
+                scripts, stale = write_scripts(plan, sbatch_dir or results.parent / "slurm")
+                removed = f" (removed {len(stale)} of an earlier dry run)" if stale else ""
+                console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/{removed} and the run "
+                              f"configs under {plan.sweep_dir}/; nothing submitted", markup=False)
                 return
             with streams_detached() if detach else nullcontext():
                 jobs = submit_sweep(plan)

@@ -162,15 +162,19 @@ def write_sweep(plan: SweepPlan, force: bool, reason: str = "queued") -> None:
     write_record(plan.sweep_dir, plan.record)
 
 
-def write_scripts(plan: SweepPlan, root: Path = Path("slurm")) -> List[Path]:
-    """``slurm/<sweep>/<run>.sbatch`` for every run of the sweep."""
+def write_scripts(plan: SweepPlan, root: Path) -> Tuple[List[Path], List[Path]]:
+    """``<root>/<sweep>/<run>.sbatch`` for every run of the sweep, and the scripts of that folder that no run
+    of the sweep has any more (an earlier dry run's), removed: (written, removed)."""
     paths = []
     for run in plan.runs:
         path = script_path(plan.spec.name, run.run.name, root)
         atomic_write_text(path, render_sbatch(run, plan.spec.name))
         path.chmod(0o755)
         paths.append(path)
-    return paths
+    stale = sorted(set(Path(root, plan.spec.name).glob("*.sbatch")) - set(paths))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return paths, stale
 
 
 def submit_sweep(plan: SweepPlan) -> Dict[str, str]:

@@ -87,6 +87,7 @@ def render_sbatch(run: ResolvedRun, sweep: str) -> str:
                            setup=setup_commands(launcher), python=sys.executable, run_dir=run_dir)
 
 
-def script_path(sweep: str, run_name: str, root: Path = Path("slurm")) -> Path:
-    """Where ``--dry-run`` writes a run's script: ``slurm/<sweep>/<run>.sbatch`` under the working directory."""
+def script_path(sweep: str, run_name: str, root: Path) -> Path:
+    """Where ``--dry-run`` writes a run's script: ``<root>/<sweep>/<run>.sbatch`` (``root`` is ``--sbatch-dir``,
+    by default ``slurm/`` beside the results root)."""
     return root / sweep / f"{run_name}.sbatch"

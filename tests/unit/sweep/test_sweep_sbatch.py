@@ -44,7 +44,8 @@ def test_script_values_are_quoted_and_never_executed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = sweep("conf=loo", f"launcher.partition={hydra_quote(evil)}", f"+launcher.extra_sbatch.comment="
                    f"{hydra_quote(evil)}", f"launcher.setup=[{hydra_quote('echo ' + evil)}]",
-                   f"length.phrase={hydra_quote(evil)}", "--results", str(results), "--seeds", "1", "--dry-run")
+                   f"length.phrase={hydra_quote(evil)}", "--results", str(results), "--seeds", "1", "--dry-run",
+                   "--sbatch-dir", str(tmp_path / "slurm"))
     assert result.exit_code == 0, result.output
     script_path = tmp_path / "slurm/loo/scalerl.sbatch"
     script = script_path.read_text()

@@ -85,6 +85,24 @@ def test_dry_run_writes_the_sweep_record_configs_and_scripts(workdir):
     assert json.loads((workdir / "results/loo/sweep.json").read_text())["created"] == created
 
 
+def test_dry_run_scripts_go_beside_the_results_and_stale_ones_are_removed(workdir):
+    spec = write_spec(workdir, name="two", kind="list", base={"name": "scalerl"}, variants={"dapo": ["loss=dapo"]})
+    elsewhere = workdir / "project" / "results"
+    first = sweep(f"conf={spec}", "--seeds", "2", "--results", str(elsewhere), "--dry-run")
+    assert first.exit_code == 0, first.output
+    scripts = workdir / "project" / "slurm" / "two"
+    assert sorted(p.name for p in scripts.iterdir()) == ["dapo_s0.sbatch", "dapo_s1.sbatch", "scalerl_s0.sbatch",
+                                                         "scalerl_s1.sbatch"]
+    assert not (workdir / "slurm").exists()  # nothing in the working directory
+    (scripts / "notes.txt").write_text("mine")
+    second = sweep(f"conf={spec}", "--seeds", "1", "--results", str(elsewhere), "--dry-run")
+    assert second.exit_code == 0 and "removed 4 of an earlier dry run" in " ".join(second.output.split())
+    assert sorted(p.name for p in scripts.iterdir()) == ["dapo.sbatch", "notes.txt", "scalerl.sbatch"]
+    chosen = workdir / "scripts here"
+    third = sweep(f"conf={spec}", "--seeds", "1", "--results", str(elsewhere), "--sbatch-dir", str(chosen), "--dry-run")
+    assert third.exit_code == 0 and (chosen / "two" / "scalerl.sbatch").is_file()
+
+
 @pytest.mark.parametrize("override, message", [
     ("loss=nope", "loss=nope: no such option; the options are cispo, dapo, grpo, gspo"),
     ("loss.bogus=1", "field 'loss.bogus'"),
