@@ -6,6 +6,7 @@ sets it; several folders separated by ``os.pathsep``) holds Hydra config groups 
 ``sweeps/`` subfolder of specs; the working directory's ``sweeps/`` is searched for specs after those."""
 from __future__ import annotations
 
+import errno
 import os
 from importlib import resources
 from pathlib import Path
@@ -26,7 +27,11 @@ def user_config_dirs() -> List[Path]:
 
 
 def add_config_dir(folder: Path) -> None:
-    """Put ``folder`` first on the search path of this process and of the jobs it starts."""
+    """Put ``folder`` first on the search path of this process and of the jobs it starts; a folder that does
+    not exist is refused (NotADirectoryError naming it), so a typo never silently falls back to the packaged
+    configs."""
+    if not Path(folder).is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "no such folder (--config-dir)", str(folder))
     os.environ[CONFIG_PATH_ENV] = os.pathsep.join(str(p) for p in [Path(folder).resolve(), *user_config_dirs()])
 
 

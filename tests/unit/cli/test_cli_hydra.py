@@ -147,3 +147,12 @@ def test_sweep_list_names_every_spec_with_its_description_and_file(tmp_path, mon
     assert "broken (not usable:" in text and "'nonsense' is not one of" in text
     assert "scale_gens ScaleRL with 4, 8 or 16 generations per prompt" in text  # a packaged one
     assert not (tmp_path / "results").exists()  # listing writes nothing
+
+
+def test_a_config_dir_that_does_not_exist_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(CONFIG_PATH_ENV, raising=False)
+    for command in (["run", "--cfg", "job"], ["sweep", "--list"]):
+        result = cli(*command, "--config-dir", str(tmp_path / "nope"))
+        assert result.exit_code == 1 and result.output.strip() == f"error: {tmp_path / 'nope'}: no such folder " \
+            "(--config-dir)", result.output
