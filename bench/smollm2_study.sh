@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A SmolLM2 study (SWEEP: a sweep of rlscale/sweeps/, default loo_smollm2) on a lent GPU machine, in stages that
+# A SmolLM2 study (SWEEP: a sweep of sweeps/, default loo_smollm2) on a lent GPU machine, in stages that
 # fit its calls (each call carries at most 64 MiB with the source tree, so the 98 MB GGUF travels in two or
 # three parts; files under /tmp stay while the machine is held). Layout of the kit folder KIT (default: the
 # parent of this source tree): src/ (this tree), whl/ (wheels of the packages the image lacks), sdist/ (pycosat),

@@ -1,21 +1,46 @@
 """Where the Hydra tree, sweep specs and sbatch template are found.
 
-They ship inside the package (``rlscale/conf``, ``rlscale/sweeps``, ``rlscale/slurm``, read through
-importlib.resources) and come last; before them, the user's: each folder of ``RLSCALE_CONFIG_PATH`` (``--config-dir``
-sets it; several folders separated by ``os.pathsep``) holds Hydra config groups and root configs, and a
-``sweeps/`` subfolder of specs; the working directory's ``sweeps/`` is searched for specs after those."""
+They live at the top of the repository (``conf/``, ``sweeps/``, ``slurm/run.sbatch.tmpl``), and the build ships
+them inside the package as ``rlscale.conf``, ``rlscale.sweeps`` and ``rlscale.slurm`` (pyproject.toml).
+``shipped_dir`` finds each the same way from an install and from a clone: the import system's package where it
+belongs to this ``rlscale`` (a wheel install, a PEP 660 editable install), else the folder beside the package
+(a clone on ``PYTHONPATH``, an egg-link editable install). The shipped folders come last; before them, the
+user's: each folder of ``RLSCALE_CONFIG_PATH`` (``--config-dir`` sets it; several folders separated by
+``os.pathsep``) holds Hydra config groups and root configs, and a ``sweeps/`` subfolder of specs; the working
+directory's ``sweeps/`` is searched for specs after those."""
 from __future__ import annotations
 
 import errno
 import os
-from importlib import resources
+from importlib import resources, util
 from pathlib import Path
 from typing import List
 
 PACKAGE_DIR = Path(str(resources.files("rlscale")))  # pip installs unpack wheels, so this is a folder
-CONF_DIR = PACKAGE_DIR / "conf"
-SWEEPS_DIR = PACKAGE_DIR / "sweeps"
-SLURM_DIR = PACKAGE_DIR / "slurm"
+
+
+def shipped_dir(name: str) -> Path:
+    """The shipped folder ``name`` (``conf``, ``sweeps``, ``slurm``) of this ``rlscale``.
+
+    The package ``rlscale.<name>`` where the import system finds it inside this package (a wheel install:
+    ``site-packages/rlscale/<name>``) or beside it (a PEP 660 editable install maps it to the repository's
+    top-level folder); otherwise, or where the import system finds another checkout's folder (an editable
+    install of one clone while another is on ``PYTHONPATH``), the folder ``<name>/`` beside the package."""
+    beside = PACKAGE_DIR.parent / name
+    try:
+        spec = util.find_spec(f"rlscale.{name}")
+    except ImportError:
+        spec = None
+    mine = {(PACKAGE_DIR / name).resolve(), beside.resolve()}
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if Path(folder).resolve() in mine and Path(folder).is_dir():
+            return Path(folder)
+    return beside
+
+
+CONF_DIR = shipped_dir("conf")
+SWEEPS_DIR = shipped_dir("sweeps")
+SLURM_DIR = shipped_dir("slurm")
 CONFIG_PATH_ENV = "RLSCALE_CONFIG_PATH"
 CONFIG_DIR_HELP = ("a folder of your own Hydra configs (groups such as loss/, root configs) and sweeps/ specs, "
                    "searched before the packaged ones")

@@ -111,7 +111,7 @@ class Axis:
 
     field:   the dotted config field, ``loss.name``.
     options: name -> ``Option``.
-    group:   the config group whose files select a value (each file of ``rlscale/conf/<group>/`` sets
+    group:   the config group whose files select a value (each file of ``conf/<group>/`` sets
              ``field`` to one of ``options``, and every option is set by one file at least); None when
              the field is set directly.
     presets: the group's files are presets with names of their own (``model=smollm2`` sets

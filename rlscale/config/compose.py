@@ -1,4 +1,4 @@
-"""Compose one run's config from ``rlscale/conf/`` (and the user's folders) and Hydra overrides, typed against ``RunConfig``.
+"""Compose one run's config from ``conf/`` (and the user's folders) and Hydra overrides, typed against ``RunConfig``.
 
 Every failure is raised as ``ConfigError`` with one line that names the override, group or field at
 fault, before any compute starts.
@@ -28,7 +28,7 @@ SCHEMA_NAME = "rlscale_schema"
 
 
 def register_schema() -> None:
-    """Make ``RunConfig`` the base of rlscale/conf/config.yaml's defaults list, so every schema field can be
+    """Make ``RunConfig`` the base of conf/config.yaml's defaults list, so every schema field can be
     overridden without a ``+`` and an unknown key fails with its name."""
     ConfigStore.instance().store(name=SCHEMA_NAME, node=RunConfig)
 

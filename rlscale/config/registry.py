@@ -2,7 +2,7 @@
 
 Validation (``rlscale.config.validate``), the code that acts on a choice (``Axis.load``: the option's factory,
 imported when it is chosen), ``rlscale run --help`` and the configuration reference (``docs/configuration.md``)
-read them from here; a test checks that each config group's files under ``rlscale/conf`` offer the same
+read them from here; a test checks that each config group's files under ``conf`` offer the same
 names. ``loss.name`` and ``task.name`` also take a plug-in, ``module:attribute`` (``docs/extending.md``). Section
 numbers refer to "The Art of Scaling Reinforcement Learning Compute for LLMs" (arXiv 2510.13786). This module
 imports nothing of rlscale but the registry type, so anything may import it.

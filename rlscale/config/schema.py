@@ -1,6 +1,6 @@
 """Typed schema of one run's configuration.
 
-Hydra composes ``rlscale/conf/config.yaml`` (the ScaleRL recipe) from one config group per design axis; the
+Hydra composes ``conf/config.yaml`` (the ScaleRL recipe) from one config group per design axis; the
 composed tree is merged into these dataclasses, so an unknown key or a value of the wrong type fails
 with the dotted name of the field at fault. The defaults here are the embedded default's values (a test
 composes config.yaml and compares it with them field by field); the files of a config group set what
@@ -285,7 +285,7 @@ class LoggerConfig:
 
 @dataclass
 class RunConfig:
-    """One run: the ScaleRL recipe by default (rlscale/conf/config.yaml); rlscale/conf/baseline.yaml is Section 2's."""
+    """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)

@@ -1,7 +1,7 @@
 """SLURM options from a run's ``launcher`` config, and the plain sbatch script of a run.
 
 The same options feed submitit's job arrays and the generated ``slurm/<sweep>/<run>.sbatch`` scripts
-(rendered from ``rlscale/slurm/run.sbatch.tmpl``), so both paths ask SLURM for the same resources and run the
+(rendered from ``slurm/run.sbatch.tmpl``), so both paths ask SLURM for the same resources and run the
 same job body: train (or resume) the run directory. Every value that reaches a script is shell-quoted
 (the template's finalizer quotes every expression); values that land on ``#SBATCH`` lines must also be
 free of control characters, since a newline there would end the comment and start a command.

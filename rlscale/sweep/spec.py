@@ -1,4 +1,4 @@
-"""Sweep specs (``rlscale/sweeps/*.yaml`` and the user's, rlscale.paths): what a sweep runs, parsed into typed dataclasses.
+"""Sweep specs (``sweeps/*.yaml`` and the user's, rlscale.paths): what a sweep runs, parsed into typed dataclasses.
 
 A spec names its base variant, how the other variants derive from it (``kind``), its seeds and its
 launcher. Three kinds:
@@ -38,7 +38,7 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class VariantSpec:
-    """One named variant: a root config of ``rlscale/conf/`` and the Hydra overrides applied on top of it."""
+    """One named variant: a root config of ``conf/`` and the Hydra overrides applied on top of it."""
 
     name: str
     config: str

@@ -1,4 +1,4 @@
-"""Every axis of rlscale/sweeps/loo.yaml changes training on the embedded default (Section 4's leave-one-out): the
+"""Every axis of sweeps/loo.yaml changes training on the embedded default (Section 4's leave-one-out): the
 first train steps of each one-axis reversion differ from the ScaleRL base's in what the update saw or did.
 
 One short run per variant, the sweep's own overrides on top of a common short setting: 4 prompts per step

@@ -1,7 +1,9 @@
 """The built wheel is all a user needs: installed into a fresh virtual environment (reusing this one's
 packages, so torch is not downloaded again) and run from a folder outside the repository, ``rlscale run``
 trains a 2-step run and ``rlscale sweep conf=loo --dry-run`` finds the packaged spec, configs and sbatch
-template (rlscale.paths)."""
+template (rlscale.paths). The repository's top-level ``conf/``, ``sweeps/`` and ``slurm/run.sbatch.tmpl`` ship
+as ``rlscale/conf``, ``rlscale/sweeps`` and ``rlscale/slurm``, without the generated ``slurm/<sweep>/`` scripts;
+an editable install reads them from the source tree."""
 from __future__ import annotations
 
 import json
@@ -27,27 +29,51 @@ def sh(*args, cwd: Path, env=None) -> subprocess.CompletedProcess:
 
 
 def skipped(folder: str, names):
-    """What the source copy leaves out: version control, environments, outputs of the checkout's root."""
-    top = {".git", ".venv", "results", "build", "dist", "slurm"} if Path(folder) == ROOT else set()
+    """What the source copy leaves out: version control, environments, outputs of the checkout's root (the
+    generated ``slurm/<sweep>/`` scripts, not the template beside them)."""
+    top = {".git", ".venv", "results", "build", "dist"} if Path(folder) == ROOT else set()
+    if Path(folder) == ROOT / "slurm":
+        top = {n for n in names if (Path(folder) / n).is_dir()}
     return [n for n in names if n in top or n in ("__pycache__", ".pytest_cache") or n.endswith(".egg-info")]
 
 
-def test_the_wheel_runs_from_another_folder(tmp_path):
-    source = tmp_path / "source"  # setuptools builds in the source tree: build a copy, never the checkout
+def source_copy(tmp_path: Path) -> Path:
+    """A copy of the checkout to build from (setuptools builds in the source tree, never in the checkout),
+    with a sweep's generated scripts in ``slurm/loo/`` as a checkout after ``rlscale sweep --dry-run`` has."""
+    source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=skipped)
+    (source / "slurm/loo").mkdir()
+    (source / "slurm/loo/scalerl.sbatch").write_text("#!/bin/bash\n")
+    return source
+
+
+def fresh_venv(tmp_path: Path) -> Path:
+    """An empty virtual environment that reuses this one's packages (after its own); returns its purelib."""
+    venv = tmp_path / "venv"
+    sh(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    purelib = next(venv.glob("lib/python*/site-packages"))
+    (purelib / "reuse.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return purelib
+
+
+def test_the_wheel_runs_from_another_folder(tmp_path):
+    source = source_copy(tmp_path)
     sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "dist",
        source, cwd=tmp_path)
     wheel = next((tmp_path / "dist").glob("rlscale-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for packaged in ("rlscale/conf/config.yaml", "rlscale/conf/loss/cispo.yaml", "rlscale/sweeps/loo.yaml",
-                     "rlscale/slurm/run.sbatch.tmpl", "rlscale/report/templates/report.html.j2"):
+    for packaged in ("rlscale/conf/config.yaml", "rlscale/conf/baseline.yaml", "rlscale/conf/loss/cispo.yaml",
+                     "rlscale/sweeps/loo.yaml", "rlscale/slurm/run.sbatch.tmpl",
+                     "rlscale/report/templates/report.html.j2"):
         assert packaged in names, packaged
+    for folder, ext in (("conf", "yaml"), ("sweeps", "yaml"), ("slurm", "tmpl")):  # every file of the three folders
+        shipped = {n.removeprefix("rlscale/") for n in names if n.startswith(f"rlscale/{folder}/")}
+        assert shipped == {p.relative_to(source).as_posix() for p in (source / folder).rglob(f"*.{ext}")}, folder
+    assert {n for n in names if n.endswith(".sbatch") or n.startswith(("conf/", "sweeps/", "slurm/"))} == set()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
     venv = tmp_path / "venv"
-    sh(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
-    purelib = next(venv.glob("lib/python*/site-packages"))
-    (purelib / "reuse.pth").write_text("\n".join(site.getsitepackages()) + "\n")  # after the venv's own
+    purelib = fresh_venv(tmp_path)
     sh(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-deps", wheel,
        cwd=tmp_path)
     elsewhere = tmp_path / "elsewhere"
@@ -55,6 +81,9 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RLSCALE_CONFIG_PATH")}
     where = sh(venv / "bin" / "python", "-c", "import rlscale; print(rlscale.__file__)", cwd=elsewhere, env=env)
     assert where.stdout.strip().startswith(str(purelib)), where.stdout
+    found = sh(venv / "bin" / "python", "-c", "import rlscale.paths as p; print(p.CONF_DIR, p.SWEEPS_DIR, p.SLURM_DIR)",
+               cwd=elsewhere, env=env).stdout.split()
+    assert found == [str(purelib / "rlscale" / folder) for folder in ("conf", "sweeps", "slurm")]
 
     rlscale = venv / "bin" / "rlscale"
     assert sh(rlscale, "--version", cwd=elsewhere, env=env).stdout.startswith("rlscale ")
@@ -68,4 +97,23 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     assert "nothing submitted" in dry.stdout
     record = json.loads((elsewhere / "results/loo/sweep.json").read_text())
     assert record["variants"][0]["run_dir"] == "scalerl" and Path(record["spec"]).parent == purelib / "rlscale/sweeps"
+    assert "#SBATCH" in (elsewhere / "slurm/loo/scalerl.sbatch").read_text()
+
+
+def test_an_editable_install_reads_the_source_tree(tmp_path):
+    """``pip install -e``: the configs, specs and template are the source tree's top-level folders."""
+    source = source_copy(tmp_path)
+    purelib = fresh_venv(tmp_path)
+    python = purelib.parents[2] / "bin" / "python"
+    sh(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-build-isolation",
+       "-e", source, cwd=tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RLSCALE_CONFIG_PATH")}
+    found = sh(python, "-c", "import rlscale.paths as p; print(p.PACKAGE_DIR, p.CONF_DIR, p.SWEEPS_DIR, p.SLURM_DIR)",
+               cwd=elsewhere, env=env).stdout.split()
+    assert found == [str(source / "rlscale"), str(source / "conf"), str(source / "sweeps"), str(source / "slurm")]
+    dry = sh(python, "-m", "rlscale.cli", "sweep", "conf=loo", "--dry-run", "--seeds", "1", cwd=elsewhere, env=env)
+    assert "nothing submitted" in dry.stdout
+    assert Path(json.loads((elsewhere / "results/loo/sweep.json").read_text())["spec"]) == source / "sweeps/loo.yaml"
     assert "#SBATCH" in (elsewhere / "slurm/loo/scalerl.sbatch").read_text()

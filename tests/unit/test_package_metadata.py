@@ -1,9 +1,12 @@
-"""The package's license and metadata: a LICENSE file, the SPDX expression and the extras the README names."""
+"""The package's license and metadata: a LICENSE file, the SPDX expression and the extras the README names; the
+build's package list and the top-level folders it maps into the package."""
 from __future__ import annotations
 
 import re
 import tomllib
 from pathlib import Path
+
+from setuptools import find_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,3 +20,15 @@ def test_license_and_metadata():
     for extra in project["optional-dependencies"]:
         assert f"`[{extra}]`" in readme, f"extra {extra} undocumented in README"
     assert re.search(r"tensorboard", " ".join(project["optional-dependencies"]["test"]))
+
+
+def test_the_build_lists_every_package_and_maps_the_top_level_folders():
+    """pyproject.toml names its packages (the mapped folders cannot be found by ``packages.find``): every
+    package of ``rlscale/`` is listed, and ``conf/``, ``sweeps/``, ``slurm/`` ship as ``rlscale.<folder>``."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = {"rlscale.conf": "conf", "rlscale.sweeps": "sweeps", "rlscale.slurm": "slurm"}
+    assert setuptools["package-dir"] == mapped
+    assert sorted(setuptools["packages"]) == sorted([*find_packages(str(ROOT), include=["rlscale", "rlscale.*"]), *mapped])
+    for folder in mapped.values():
+        assert (ROOT / folder).is_dir() and not (ROOT / "rlscale" / folder).exists(), folder
+    assert (ROOT / "slurm/run.sbatch.tmpl").is_file() and (ROOT / "conf/config.yaml").is_file()
