@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +18,8 @@ from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.table import progress_table, specs_table, summary, variants_table, watch
+
+T = TypeVar("T")
 
 
 def sweep_command(
@@ -109,14 +111,7 @@ def _follow(plan: SweepPlan, jobs: Dict[str, str], detach: bool, console: Consol
 def status_command(results_dir: Path = typer.Argument(Path("results"), help="results root, a sweep folder "
                                                       "or a run folder")) -> None:
     """Show the state, step, latest validation reward and ETA of every run under RESULTS_DIR."""
-    if not results_dir.exists():
-        typer.echo(f"error: {printable(results_dir)}: no such folder", err=True)
-        raise typer.Exit(2)
-    try:
-        refs = refs_under(results_dir)
-    except SpecError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+    refs = _under(results_dir, refs_under)
     if not refs:
         typer.echo(f"no runs under {printable(results_dir)}")
         return
@@ -132,17 +127,23 @@ def cancel_command(results_dir: Path = typer.Argument(Path("results"), help="res
     them from their last checkpoints."""
     from rlscale.sweep.cancel import cancel_jobs
 
-    if not results_dir.exists():
-        typer.echo(f"error: {printable(results_dir)}: no such folder", err=True)
-        raise typer.Exit(2)
-    try:
-        done = cancel_jobs(results_dir)
-    except SpecError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+    done = _under(results_dir, cancel_jobs)
     if not done.jobs:
         typer.echo(f"nothing to cancel: no job of the sweeps under {printable(results_dir)} is queued or running")
         return
     jobs = "; ".join(f"{launcher} {', '.join(ids)}" for launcher, ids in done.jobs.items())
     typer.echo(printable(f"cancelled jobs ({jobs}); {len(done.runs)} unfinished run(s) marked cancelled: "
                          + ", ".join(str(p) for p in done.runs)))
+
+
+def _under(results_dir: Path, act: Callable[[Path], T]) -> T:
+    """``act(results_dir)``; one line and exit status 2 when the folder is missing or a sweep record there is
+    unreadable (or SLURM does not answer)."""
+    if not results_dir.exists():
+        typer.echo(f"error: {printable(results_dir)}: no such folder", err=True)
+        raise typer.Exit(2)
+    try:
+        return act(results_dir)
+    except SpecError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
