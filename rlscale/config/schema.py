@@ -269,7 +269,8 @@ class LauncherConfig:
     signal_delay_s: int = knob(60, "slurm: seconds before the time limit at which a job is signalled; its run is "
                                "marked preempted, requeued and resumes from its checkpoint")
     extra_sbatch: dict = knob({}, "slurm: further sbatch options, name -> value")
-    setup: List[str] = knob([], "slurm: shell lines run before each job (module loads, venv activation)")
+    setup: List[str] = knob([], "shell lines run before each job, as written (module load, source a venv, "
+                                "export; $VARS expand)")
 
 
 @dataclass

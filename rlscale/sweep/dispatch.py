@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import shlex
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -47,7 +46,7 @@ def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path, jobs: Di
 
 
 def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
-    return [shlex.join(words) for words in setup_commands(runs[0].cfg.launcher)]
+    return [str(line) for line in setup_commands(runs[0].cfg.launcher)]
 
 
 def local_lanes(runs: Sequence[ResolvedRun]) -> List[Lane]:

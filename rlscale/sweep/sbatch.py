@@ -3,14 +3,16 @@
 The same options feed submitit's job arrays and the generated ``slurm/<sweep>/<run>.sbatch`` scripts
 (rendered from ``slurm/run.sbatch.tmpl``), so both paths ask SLURM for the same resources and run the
 same job body: train (or resume) the run directory. Every value that reaches a script is shell-quoted
-(the template's finalizer quotes every expression); values that land on ``#SBATCH`` lines must also be
-free of control characters, since a newline there would end the comment and start a command.
+(the template's finalizer quotes every expression) but the ``launcher.setup`` lines, which are the user's own
+shell, run as written; values that land on ``#SBATCH`` lines must also be free of control characters, since
+a newline there would end the comment and start a command.
 """
 from __future__ import annotations
 
 import math
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Tuple, Union
@@ -53,18 +55,25 @@ def sbatch_options(launcher: DictConfig) -> Dict[str, OptionValue]:
     return options
 
 
-def setup_commands(launcher: DictConfig) -> List[List[str]]:
-    """``launcher.setup``: commands run before the job (``module load ...``, ``source .../activate``),
-    each one command with its arguments; every word is quoted, so no shell syntax is interpreted."""
-    commands = []
+class ShellLine(str):
+    """A line the user wrote as shell (``launcher.setup``): emitted as written, never quoted."""
+
+
+def setup_commands(launcher: DictConfig) -> List[ShellLine]:
+    """``launcher.setup``: shell lines run before the job, as written (``module load ...``, ``source
+    ~/venv/bin/activate``, ``export X=$HOME/y && cd ...``): the user's own shell, like a line of their sbatch
+    script. Each must be one line that bash parses; every other value of a script stays quoted."""
+    lines = []
     for index, line in enumerate(launcher.setup):
-        try:
-            words = shlex.split(str(line))
-        except ValueError as err:
-            raise SpecError(f"launcher.setup[{index}]: {err}: {line!r}") from None
-        if words:
-            commands.append(words)
-    return commands
+        text = single_line(str(line), f"launcher.setup[{index}]").strip()
+        if not text:
+            continue
+        check = subprocess.run(["bash", "-n", "-c", text], capture_output=True, text=True, timeout=30)
+        if check.returncode != 0:
+            detail = " ".join(check.stderr.split()).replace("bash: -c: ", "")
+            raise SpecError(f"launcher.setup[{index}]: not a shell line ({detail}): {text!r}")
+        lines.append(ShellLine(text))
+    return lines
 
 
 def check_launcher(launcher: DictConfig) -> None:
@@ -79,7 +88,7 @@ def render_sbatch(run: ResolvedRun, sweep: str) -> str:
     run_dir = str(run.run_dir)  # the results root is single-line (resolve.results_root), the names safe
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True, autoescape=False,
-                             finalize=lambda value: shlex.quote(str(value)))
+                             finalize=lambda value: value if isinstance(value, ShellLine) else shlex.quote(str(value)))
     template = env.from_string(TEMPLATE.read_text())
     options: List[Tuple[str, OptionValue]] = [(k.replace("_", "-"), v) for k, v in sbatch_options(launcher).items()]
     return template.render(sweep=sweep, job_name=f"rlscale-{sweep}-{run.run.name}", log=f"{run_dir}/slurm-%j.out",

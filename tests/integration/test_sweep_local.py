@@ -1,11 +1,12 @@
 """A real sweep on the local submitit executor with the real trainer (embedded default, few steps): runs
 in parallel lanes, a crashing variant never stops the others, reruns skip finished runs and resubmit the
 failed one, more steps extend the finished runs, a changed config is refused, ``--force`` clears,
-``rlscale status`` reports, ``rlscale cancel`` stops a detached sweep that a rerun resumes, and values with
-shell syntax (results path, launcher setup) never execute."""
+``rlscale status`` reports, ``rlscale cancel`` stops a detached sweep that a rerun resumes, the setup line runs
+as shell, and a results path with shell syntax never executes."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.slow
 
 SHORT = ["trainer.max_steps=4", "trainer.eval_every=2", "trainer.checkpoint_every=2", "task.val_size=40"]
 EVIL = "$(touch {m}) `touch {m}` \"dq\" 'sq' ; touch {m}"
+SETUP = 'export RLSCALE_PROBE="$HOME/venv" && echo "probe=$RLSCALE_PROBE"'
 
 
 def cli(*args: str):
@@ -44,7 +46,7 @@ def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, cap
         "name": "mini", "kind": "loo", "base": {"name": "scalerl"}, "overrides": SHORT,
         "variants": {"loss_dapo": ["loss=dapo"], "broken": ["task.dataset=no_such_dataset"]}}, sort_keys=False))
     results = tmp_path / f"res {evil}"
-    args = ["sweep", f"conf={spec}", f"launcher.setup=[{hydra_quote('echo ' + evil)}]", "--results", str(results)]
+    args = ["sweep", f"conf={spec}", f"launcher.setup=[{hydra_quote(SETUP)}]", "--results", str(results)]
 
     first = cli(*args)
     assert first.exit_code == 1, first.output  # the broken variant failed, the others finished
@@ -58,8 +60,8 @@ def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, cap
         assert raw_steps(run_dir, "train") == [1, 2, 3, 4] and raw_steps(run_dir, "eval") == [0, 2, 4]
     broken = json.loads((sweep_dir / "broken/status.json").read_text())
     assert broken["state"] == "failed" and "no_such_dataset" in broken["reason"]
-    # the local executor runs the setup command in its controller's shell: the words are echoed, never run
-    assert f"$(touch {marker})" in capfd.readouterr().out and not marker.exists()
+    # the local executor runs the setup line in its controller's shell, as written; the results path never runs
+    assert f"probe={os.environ['HOME']}/venv" in capfd.readouterr().out and not marker.exists()
 
     status = cli("status", str(results))
     assert status.exit_code == 0 and "broken" in status.output and "failed" in status.output

@@ -6,6 +6,7 @@ directory the submitit path would (a later sweep sees it finished)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ STEPS = 12
 SHORT = [f"trainer.max_steps={STEPS}", "trainer.eval_every=3", "trainer.checkpoint_every=3", "task.val_size=40"]
 SLURM = ["launcher=slurm", "launcher.mem_gb=2", "launcher.timeout_min=30"]
 EVIL = "$(touch {m}) `touch {m}` \"dq\" 'sq' ; touch {m}"
+SETUP = 'export RLSCALE_PROBE="$HOME/venv" && echo "probe=$RLSCALE_PROBE"'
 
 
 def write_spec(folder: Path, name: str) -> Path:
@@ -59,7 +61,7 @@ def test_slurm_array_sweep_with_a_requeued_task(slurm_cluster, tmp_path, monkeyp
     spec = write_spec(tmp_path, "trio")
     result = CliRunner().invoke(app, [
         "sweep", f"conf={spec}", *SLURM, f"+launcher.extra_sbatch.comment={hydra_quote(evil)}",
-        f"launcher.setup=[{hydra_quote('echo ' + evil)}]", "--results", str(results), "--detach"])
+        f"launcher.setup=[{hydra_quote(SETUP)}]", "--results", str(results), "--detach"])
     assert result.exit_code == 0, result.output
     sweep_dir = results.resolve() / "trio"
     jobs = json.loads((sweep_dir / "sweep.json").read_text())["jobs"]
@@ -96,7 +98,7 @@ def test_slurm_array_sweep_with_a_requeued_task(slurm_cluster, tmp_path, monkeyp
         records, warnings = read_metrics(run_dir / "metrics.jsonl")
         assert len(records) == len(raw) and not warnings
     logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").glob("*/*_log.out"))
-    assert f"$(touch {marker})" in logs and not marker.exists()
+    assert f"probe={os.environ['HOME']}/venv" in logs and not marker.exists()  # setup runs as shell, nothing else
 
 
 def test_plain_sbatch_script_makes_the_same_run_dir(slurm_cluster, tmp_path, monkeypatch):

@@ -1,8 +1,10 @@
-"""Generated sbatch scripts: SLURM options from the launcher config, and no value that reaches a script
-(run directory, launcher fields, setup commands, names) is ever executed by the shell."""
+"""Generated sbatch scripts: SLURM options from the launcher config; no value that reaches a script (run
+directory, launcher fields, names) is ever executed by the shell, while the ``launcher.setup`` lines run as the
+shell lines they are."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -13,6 +15,7 @@ from rlscale.cli import app
 from rlscale.sweep.resolve import hydra_quote
 
 EVIL = "$(touch {m}) `touch {m}` \"dq\" 'sq' ; touch {m}"
+SETUP = 'export RLSCALE_PROBE="$HOME/venv" && echo "probe=$RLSCALE_PROBE"'  # what a venv activation line needs
 
 
 def sweep(*args: str):
@@ -43,7 +46,7 @@ def test_script_values_are_quoted_and_never_executed(tmp_path, monkeypatch):
     results = tmp_path / f"res {evil}"
     monkeypatch.chdir(tmp_path)
     result = sweep("conf=loo", f"launcher.partition={hydra_quote(evil)}", f"+launcher.extra_sbatch.comment="
-                   f"{hydra_quote(evil)}", f"launcher.setup=[{hydra_quote('echo ' + evil)}]",
+                   f"{hydra_quote(evil)}", f"launcher.setup=[{hydra_quote(SETUP)}]",
                    f"length.phrase={hydra_quote(evil)}", "--results", str(results), "--seeds", "1", "--dry-run",
                    "--sbatch-dir", str(tmp_path / "slurm"))
     assert result.exit_code == 0, result.output
@@ -51,14 +54,21 @@ def test_script_values_are_quoted_and_never_executed(tmp_path, monkeypatch):
     script = script_path.read_text()
     assert "--partition='$(touch" in script and "--comment='$(touch" in script
     assert subprocess.run(["bash", "-n", str(script_path)]).returncode == 0
-    # run the whole script with bash: setup echoes its words literally; without config.yaml the trainer
+    # run the whole script with bash: the setup line runs as shell ($HOME expands); without config.yaml the trainer
     # entry exits at once with its usage error (2), so nothing trains
     run_dir = results.resolve() / "loo" / "scalerl"
     (run_dir / "config.yaml").unlink()
     ran = subprocess.run(["bash", str(script_path)], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 2, ran.stderr
-    assert f"$(touch {marker})" in ran.stdout and f"{run_dir}: no config.yaml" in ran.stderr
+    assert f"probe={os.environ['HOME']}/venv" in ran.stdout and f"{run_dir}: no config.yaml" in ran.stderr
+    assert SETUP in script.splitlines()  # as written
     assert not marker.exists()
+
+
+def test_a_setup_line_bash_cannot_parse_is_one_line(workdir):
+    result = sweep("conf=loo", "launcher=slurm", f"launcher.setup=[{hydra_quote('source (oops')}]", "--dry-run")
+    assert result.exit_code == 2 and "launcher.setup[0]: not a shell line" in result.output, result.output
+    assert not (workdir / "results").exists()
 
 
 def test_newline_in_a_script_value_is_rejected(workdir):
