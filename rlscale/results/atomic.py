@@ -33,6 +33,9 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as err:  # a full disk, a read-only folder: name the file asked for, not the temporary one
+        Path(tmp).unlink(missing_ok=True)
+        raise type(err)(err.errno, err.strerror, str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -63,8 +63,14 @@ class FolderLock:
                         describe(self.took_over))
         record = {"pid": os.getpid(), "host": host(), "command": command_line(), "since": time.time(),
                   "what": self.what}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(record).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(record).encode(), 0)
+        except OSError as err:  # a full disk: release, and name the file
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            self._fd = None
+            raise type(err)(err.errno, err.strerror, str(self.path)) from None
         return self
 
     def __exit__(self, *exc) -> None:

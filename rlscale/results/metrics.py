@@ -27,6 +27,10 @@ MAX_LINE_BYTES = 1 << 20  # a real line is a few hundred bytes
 FIRST_LINES_SHOWN = 3
 
 
+class MetricsWriteError(RuntimeError):
+    """A metrics line the file system would not take; the message is one line naming the file and the cause."""
+
+
 class MetricsLog:
     """Append-only writer of one run's metrics.jsonl (each line flushed and fsynced), then mirrored to
     ``sinks`` (experiment trackers, a progress display: rlscale.tracking)."""
@@ -58,11 +62,17 @@ class MetricsLog:
             fh.truncate(0)
 
     def append(self, record: Dict) -> None:
+        """Append one line; a write the file system refuses (a full disk) is a MetricsWriteError naming the
+        file. A part-written line is cut by the next writer (``_drop_torn_tail``) and skipped by readers."""
         line = json.dumps(record, sort_keys=True, allow_nan=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as err:
+            raise MetricsWriteError(f"{self.path}: cannot append the step-{record.get('step')} line: "
+                                    f"{(err.strerror or str(err)).lower()}") from None
         for sink in self.sinks:
             sink.write(record)
 

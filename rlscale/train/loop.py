@@ -25,7 +25,7 @@ from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.learners.deepspeed_learner import follower_rank
 from rlscale.results.errors import Refused
 from rlscale.results.lock import FolderLock
-from rlscale.results.metrics import MetricsLog
+from rlscale.results.metrics import MetricsLog, MetricsWriteError
 from rlscale.results.process import host
 from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
@@ -281,7 +281,7 @@ def _train_locked(cfg: DictConfig, run_dir: Path, stop_at: Optional[int],
         state, reason = RunState.DIVERGED, str(err)
     except PoolExhausted as err:
         state, reason = RunState.DONE, f"stopped early: {err}"
-    except (CheckpointError, Refused, TrackerMissing) as err:  # one line says it all
+    except (CheckpointError, MetricsWriteError, Refused, TrackerMissing) as err:  # one line says it all
         log.error("run failed: %s", err)
         state, reason = RunState.FAILED, str(err)
     except Exception as err:  # any failure of this run is recorded, never hidden

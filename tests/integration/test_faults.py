@@ -591,3 +591,39 @@ def test_a_resume_removes_temporary_checkpoints_a_kill_left(finished):
     assert f"removed {stale}" in done.stderr
     assert [p.name for p in (finished / "checkpoints").iterdir()] == ["last.pt"]
     assert json.loads((finished / "status.json").read_text())["step"] == 4
+
+
+def test_a_disk_full_from_the_start_is_one_line_naming_the_file(trained, tiny_tmpfs):
+    run_dir = tiny_tmpfs / "run"
+    run_dir.mkdir()
+    shutil.copy(trained / "config.yaml", run_dir / "config.yaml")
+    with open(tiny_tmpfs / "filler", "wb", buffering=0) as fh:  # fill the file system to its last block
+        while True:
+            try:
+                fh.write(b"\0" * 4096)
+            except OSError:
+                break
+    result = rlscale("run", "--run-dir", run_dir)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
+    last = (result.stdout + result.stderr).strip().splitlines()[-1]
+    assert str(run_dir) in last and "no space left" in last.lower(), last
+
+
+def test_a_full_disk_on_a_metrics_append_fails_the_run_in_one_line(finished, monkeypatch, caplog):
+    """Simulation: the file system refuses the metrics line (ENOSPC at fsync), as a full disk does."""
+    from rlscale.results import metrics
+    from rlscale.train.entry import train_run_dir
+
+    class FullDisk:  # the metrics module's os, whose fsync finds the disk full; every other write goes through
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def fsync(self, fd):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    extend(finished, 5)
+    monkeypatch.setattr(metrics, "os", FullDisk())
+    assert train_run_dir(finished) == "failed"
+    reason = json.loads((finished / "status.json").read_text())["reason"]
+    assert reason == f"{finished / 'metrics.jsonl'}: cannot append the step-4 line: no space left on device"
+    assert not [r for r in caplog.records if r.exc_info]  # one line, no traceback
