@@ -8,6 +8,7 @@ listing the metrics found, nothing written).
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -80,8 +81,8 @@ def fit_command(
                                paired=not unpaired, margin_b=margin_b,
                                a_grid=list(_grid(a_grid, "--a-grid", integer_last=False)))
         with err.status("fitting...") as status:
-            results = fit_results(results_dir, settings, jobs=jobs or os.cpu_count() or 1,
-                                  progress=lambda done, total: status.update(f"fitting run {done}/{total}"))
+            shown = _progress(err, status, f"under {results_dir} ({n_boot} bootstrap resamples)")
+            results = fit_results(results_dir, settings, jobs=jobs or os.cpu_count() or 1, progress=shown)
     except (UsageError, OptionError, SourceError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
@@ -122,3 +123,21 @@ def _grid(text: str, option: str, integer_last: bool) -> Tuple[float, float, flo
         raise UsageError(f"{option} needs LO <= HI and a positive {'integer N, LO > 0' if integer_last else 'STEP'} "
                          f"(got {text!r})")
     return lo, hi, int(last) if integer_last else last
+
+
+def _progress(err, status, where: str, every_s: float = 10.0):
+    """The fit's progress: the spinner's text on a terminal; in a pipe or a log, where the spinner shows
+    nothing, a line once the runs are read, then at most one every ``every_s`` and one at the last run."""
+    last = [time.monotonic()]
+
+    def show(done: int, total: int) -> None:
+        status.update(f"fitting run {done}/{total}")
+        if err.is_terminal:
+            return
+        if done == 0:
+            err.print(f"fitting {total} runs {where}", markup=False, highlight=False)
+        elif done == total or time.monotonic() - last[0] >= every_s:
+            err.print(f"fitted {done}/{total} runs", markup=False, highlight=False)
+        last[0] = time.monotonic()
+
+    return show

@@ -33,7 +33,7 @@ __all__ = ["fit_results", "fit_curves", "write_outputs", "SourceError", "MetricE
 def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
                 jobs: int = 1) -> FitResults:
     """Fit every run under ``source`` (a results folder, any depth, or a tidy CSV/parquet file), in
-    ``jobs`` processes. ``progress(done, total)`` is called after each run."""
+    ``jobs`` processes. ``progress(done, total)`` is called with 0 once the runs are read, then after each run."""
     loaded = load_source(Path(source), settings.x, settings.y)
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
@@ -59,6 +59,8 @@ def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Ca
                             chunksize=max(1, len(curves) // (8 * jobs)))
 
         runs = []
+        if progress is not None:
+            progress(0, len(curves))
         for run in fit_all(curves, repeat(None)):
             runs.append(run)
             if progress is not None:

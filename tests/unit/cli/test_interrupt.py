@@ -19,7 +19,9 @@ def test_ctrl_c_during_fit_prints_one_line_and_exits_130(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "rlscale.cli", "fit", str(tmp_path / "results"), "--n-boot",
                              "2000000", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    time.sleep(10)  # past the imports, inside the bootstrap
+    started = proc.stderr.readline()  # the first line comes once the runs are read: past the imports
+    assert started.startswith("fitting 4 runs under"), started
+    time.sleep(2)  # inside the bootstrap
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole process group
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, (out, err)
