@@ -19,9 +19,9 @@ from typing import Dict, Iterable, List, Set
 from rlscale.results.status import RunState, read_status, write_status
 from rlscale.sweep.dispatch import alive
 from rlscale.sweep.progress import refs_under
+from rlscale.sweep.runner import DONE_STATES, FINAL_STATES
 from rlscale.sweep.spec import SpecError
 
-FINISHED = (RunState.DONE.value, RunState.DIVERGED.value, RunState.FAILED.value, RunState.PRUNED.value)
 CANCELLED = "cancelled (rlscale cancel); rerun the sweep to resume it from its last checkpoint"
 WAIT_S = 60.0
 
@@ -48,12 +48,12 @@ def cancel_jobs(root: Path) -> Cancellation:
             continue
         # judged before the jobs go down: a trainer killed on its way may record itself failed
         unfinished = [ref.run_dir for ref, ref_launcher in refs if ref_launcher == launcher and str(ref.job) in live
-                      and read_status(ref.run_dir)["state"] not in FINISHED]
+                      and read_status(ref.run_dir)["state"] not in FINAL_STATES]
         (_kill_local if launcher == "local" else _scancel)(live)
         _wait_gone(launcher, live)
         done.jobs[launcher] = sorted(live)
         for run_dir in unfinished:
-            if read_status(run_dir)["state"] not in (RunState.DONE.value, RunState.DIVERGED.value):
+            if read_status(run_dir)["state"] not in DONE_STATES:
                 write_status(run_dir, RunState.FAILED, CANCELLED)
                 done.runs.append(run_dir)
     return done
