@@ -183,7 +183,9 @@ def test_loo_table_fixes_a_at_the_sweep_mean_and_gives_verdicts_with_intervals(l
     assert rows["better"].verdict == "higher ceiling" and rows["better"].dA_lo > 0
     # dB of one seed against a spread of B known from one degree of freedom: not resolved
     assert rows["loss_dapo"].axis == "loss" and rows["loss_dapo"].dA == pytest.approx(0.0, abs=1e-5)
-    assert rows["loss_dapo"].dB < 0 and rows["loss_dapo"].dB_lo <= rows["loss_dapo"].dB <= rows["loss_dapo"].dB_hi
+    # noise-free curves: every bootstrap draw refits to the same dB, up to the optimizer's tolerance
+    dapo = rows["loss_dapo"]
+    assert dapo.dB < 0 and dapo.dB_lo - 1e-6 <= dapo.dB <= dapo.dB_hi + 1e-6
     assert rows["loss_dapo"].verdict == "unresolved" and rows["loss_dapo"].reason.startswith("seed spread")
     assert re.fullmatch(r"more seeds \(about \d+ per variant\)", rows["loss_dapo"].needs)
     assert rows["agg_sample"].verdict == "unresolved"
