@@ -17,8 +17,9 @@ The layers, lowest first (a module imports from its own package or from a lower 
 6. ``fit``: sigmoid fits of run folders.
 7. ``sweep`` (runs many ``train`` runs, prunes with ``fit``) and ``plan`` (reads fits), side by side.
 8. ``report``; 8.5. ``testing`` (synthetic inputs for tests and benchmarks; nothing below imports it).
-9. the command line: ``rlscale.cli``, one module per command (and ``train.__main__``). No other package
-   imports a command.
+9. the command line: ``rlscale.cli``, one module per command. No other package imports a command.
+   (``python -m rlscale.train RUN_DIR``, what a job runs, is ``train``'s own ``__main__`` and stays in its
+   layer: it reads the run folder and calls ``train.entry``.)
 
 ``config`` holds the option names of every axis (``config.registry``), so validation reads no package above
 it; ``tracking`` (the experiment-tracking sinks) reads its logger names there, so it sits just above
@@ -44,7 +45,7 @@ LAYERS: Dict[str, float] = {
     "rlscale.sweep": 7, "rlscale.plan": 7,
     "rlscale.report": 8,
     "rlscale.testing": 8.5,
-    "rlscale.cli": 9, "rlscale.train.__main__": 9,
+    "rlscale.cli": 9,
 }
 
 
