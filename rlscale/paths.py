@@ -1,7 +1,8 @@
-"""Where the Hydra tree, sweep specs and sbatch template are found.
+"""Where the Hydra tree, sweep specs, sbatch template and reference pages are found.
 
-They live at the top of the repository (``conf/``, ``sweeps/``, ``slurm/run.sbatch.tmpl``), and the build ships
-them inside the package as ``rlscale.conf``, ``rlscale.sweeps`` and ``rlscale.slurm`` (pyproject.toml).
+They live at the top of the repository (``conf/``, ``sweeps/``, ``slurm/run.sbatch.tmpl``, ``docs/*.md``), and the
+build ships them inside the package as ``rlscale.conf``, ``rlscale.sweeps``, ``rlscale.slurm`` and
+``rlscale.docs`` (pyproject.toml).
 ``shipped_dir`` finds each the same way from an install and from a clone: the import system's package where it
 belongs to this ``rlscale`` (a wheel install, a PEP 660 editable install), else the folder beside the package
 (a clone on ``PYTHONPATH``, an egg-link editable install). The shipped folders come last; before them, the
@@ -20,7 +21,7 @@ PACKAGE_DIR = Path(str(resources.files("rlscale")))  # pip installs unpack wheel
 
 
 def shipped_dir(name: str) -> Path:
-    """The shipped folder ``name`` (``conf``, ``sweeps``, ``slurm``) of this ``rlscale``.
+    """The shipped folder ``name`` (``conf``, ``sweeps``, ``slurm``, ``docs``) of this ``rlscale``.
 
     The package ``rlscale.<name>`` where the import system finds it inside this package (a wheel install:
     ``site-packages/rlscale/<name>``) or beside it (a PEP 660 editable install maps it to the repository's
@@ -41,6 +42,7 @@ def shipped_dir(name: str) -> Path:
 CONF_DIR = shipped_dir("conf")
 SWEEPS_DIR = shipped_dir("sweeps")
 SLURM_DIR = shipped_dir("slurm")
+DOCS_DIR = shipped_dir("docs")
 CONFIG_PATH_ENV = "RLSCALE_CONFIG_PATH"
 CONFIG_DIR_HELP = ("a folder of your own Hydra configs (groups such as loss/, root configs) and sweeps/ specs, "
                    "searched before the packaged ones")

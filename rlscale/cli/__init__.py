@@ -14,6 +14,7 @@ from rlscale.cli.report import report_command
 from rlscale.cli.run import run_command
 from rlscale.cli.sweep import cancel_command, status_command, sweep_command
 from rlscale.config.registry import axes_help
+from rlscale.paths import DOCS_DIR
 
 
 def one_line_errors(command: Callable) -> Callable:
@@ -41,8 +42,10 @@ def one_line_errors(command: Callable) -> Callable:
     return wrapped
 
 
+# the reference pages ship with the package (rlscale.paths), so these paths resolve from a clone and an install
+REFERENCE = f"Reference pages: {DOCS_DIR} (commands.md, configuration.md, results-contract.md, backends.md)."
 app = typer.Typer(no_args_is_help=True, help="Run, fit and report RL-compute scaling experiments (ScaleRL).",
-                  context_settings={"help_option_names": ["-h", "--help"]})
+                  epilog=REFERENCE, context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def _version(value: bool) -> None:
@@ -60,7 +63,9 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 
 # the commands that take Hydra overrides: options anywhere among them, the config values listed in --help
-TAKES_OVERRIDES = {"context_settings": {"allow_interspersed_args": True}, "epilog": axes_help()}
+TAKES_OVERRIDES = {"context_settings": {"allow_interspersed_args": True},
+                   "epilog": f"{axes_help()} Every field: {DOCS_DIR / 'configuration.md'}; plug-ins: "
+                             f"{DOCS_DIR / 'extending.md'}."}
 app.command("run", **TAKES_OVERRIDES)(one_line_errors(run_command))
 app.command("sweep", **TAKES_OVERRIDES)(one_line_errors(sweep_command))
 app.command("status")(one_line_errors(status_command))

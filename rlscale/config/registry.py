@@ -144,4 +144,4 @@ def axes_help() -> str:
     ``or loss.name=MODULE:ATTRIBUTE``."""
     axes = (f"{axis.group if axis.group and not axis.presets else axis.field}={'|'.join(axis.names)}"
             + (f" or {axis.field}=MODULE:ATTRIBUTE" if axis.plugin else "") for axis in AXES)
-    return "Config values (docs/configuration.md, plug-ins: docs/extending.md): " + "; ".join(axes) + "."
+    return "Config values: " + "; ".join(axes) + "."

@@ -1,9 +1,10 @@
 """The built wheel is all a user needs: installed into a fresh virtual environment (reusing this one's
 packages, so torch is not downloaded again) and run from a folder outside the repository, ``rlscale run``
 trains a 2-step run and ``rlscale sweep conf=loo --dry-run`` finds the packaged spec, configs and sbatch
-template (rlscale.paths). The repository's top-level ``conf/``, ``sweeps/`` and ``slurm/run.sbatch.tmpl`` ship
-as ``rlscale/conf``, ``rlscale/sweeps`` and ``rlscale/slurm``, without the generated ``slurm/<sweep>/`` scripts;
-an editable install reads them from the source tree."""
+template (rlscale.paths). The repository's top-level ``conf/``, ``sweeps/``, ``slurm/run.sbatch.tmpl`` and
+``docs/*.md`` ship as ``rlscale/conf``, ``rlscale/sweeps``, ``rlscale/slurm`` and ``rlscale/docs``, without the
+generated ``slurm/<sweep>/`` scripts or the examples' run folders, and ``--help`` names the installed pages; an
+editable install reads them from the source tree."""
 from __future__ import annotations
 
 import json
@@ -69,7 +70,10 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     for folder, ext in (("conf", "yaml"), ("sweeps", "yaml"), ("slurm", "tmpl")):  # every file of the three folders
         shipped = {n.removeprefix("rlscale/") for n in names if n.startswith(f"rlscale/{folder}/")}
         assert shipped == {p.relative_to(source).as_posix() for p in (source / folder).rglob(f"*.{ext}")}, folder
-    assert {n for n in names if n.endswith(".sbatch") or n.startswith(("conf/", "sweeps/", "slurm/"))} == set()
+    assert {n for n in names if n.endswith(".sbatch") or n.startswith(("conf/", "sweeps/", "slurm/", "docs/"))} == set()
+    # the reference pages --help names, without the examples' run folders
+    assert ({n for n in names if n.startswith("rlscale/docs/")}
+            == {f"rlscale/docs/{p.name}" for p in (source / "docs").glob("*.md")})
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
     venv = tmp_path / "venv"
@@ -87,6 +91,10 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
 
     rlscale = venv / "bin" / "rlscale"
     assert sh(rlscale, "--version", cwd=elsewhere, env=env).stdout.startswith("rlscale ")
+    wide = {**env, "COLUMNS": "400"}  # rich wraps --help to the width, even inside a long path
+    help_text = " ".join(sh(rlscale, "run", "--help", cwd=elsewhere, env=wide).stdout.replace("│", " ").split())
+    assert f"{purelib / 'rlscale/docs/configuration.md'};" in help_text
+    assert (purelib / "rlscale/docs/configuration.md").is_file()
     run = sh(rlscale, "run", "trainer.max_steps=2", "trainer.eval_every=2", "task.val_size=20", cwd=elsewhere, env=env)
     assert "done" in run.stdout
     metrics = [json.loads(line) for line in (elsewhere / "results/default/run/metrics.jsonl").read_text().splitlines()]

@@ -24,9 +24,9 @@ def test_license_and_metadata():
 
 def test_the_build_lists_every_package_and_maps_the_top_level_folders():
     """pyproject.toml names its packages (the mapped folders cannot be found by ``packages.find``): every
-    package of ``rlscale/`` is listed, and ``conf/``, ``sweeps/``, ``slurm/`` ship as ``rlscale.<folder>``."""
+    package of ``rlscale/`` is listed, and ``conf/``, ``sweeps/``, ``slurm/``, ``docs/`` ship as ``rlscale.<folder>``."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    mapped = {"rlscale.conf": "conf", "rlscale.sweeps": "sweeps", "rlscale.slurm": "slurm"}
+    mapped = {"rlscale.conf": "conf", "rlscale.sweeps": "sweeps", "rlscale.slurm": "slurm", "rlscale.docs": "docs"}
     assert setuptools["package-dir"] == mapped
     assert sorted(setuptools["packages"]) == sorted([*find_packages(str(ROOT), include=["rlscale", "rlscale.*"]), *mapped])
     for folder in mapped.values():
