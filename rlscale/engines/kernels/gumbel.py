@@ -96,7 +96,8 @@ if triton is not None:
         and its best Gumbel score with that score's (first) column. On 256 x 151936 bf16 logits (H200) the
         former kernel, one program per row hashing in 64-bit integers, took 185 us; hashing in uint32 with a
         program per chunk took 140 us, and taking the chunk's max per block rather than per lane (one
-        exponential per logit instead of two) in chunks of 4096, 130 us (H200, 2026-11-26; bench/results/gpu-experiments.md)."""
+        exponential per logit instead of two) in chunks of 4096, 130 us (H200, 2026-11-26;
+        bench/results/gpu-experiments.md)."""
         row = tl.program_id(0)
         chunk = tl.program_id(1)
         key = _mix_tl((tl.load(seed_ptr) & 0xFFFFFFFF).to(tl.uint32))
