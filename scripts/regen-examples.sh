@@ -32,3 +32,6 @@ D=$E/smollm2-sums-long-pool
 fit $D && python -m rlscale.cli report --html $D
 for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
 python -m rlscale.cli plan $D --budget 3.6e15 --x flops
+D=$E/smollm2-sums-tail
+fit $D && python -m rlscale.cli report --html $D
+for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
