@@ -61,11 +61,11 @@ class VariantPrediction:
         return np.mean([sigmoid(x, r.R0, r.A, r.B, r.C_mid) for r in self.runs], axis=0)
 
 
-def prediction_draws(run: RunFit, settings: FitSettings, at: float) -> np.ndarray:
-    """Eq. 1 at ``at`` for each bootstrap refit of an ok run (the resamples behind its own intervals:
-    same seed, same points). Shape (settings.n_boot,)."""
+def prediction_draws(run: RunFit, settings: FitSettings, at: float) -> Optional[np.ndarray]:
+    """Eq. 1 at ``at`` for each bootstrap refit of an ok run (the resamples behind its own intervals: same
+    seed, same points, same residual covariance). Shape (settings.n_boot,); None for a run without intervals."""
     fit = bootstrap_refits(run, settings)
-    return sigmoid(at, run.R0, fit.A, fit.B, fit.C_mid)
+    return None if fit is None else sigmoid(at, run.R0, fit.A, fit.B, fit.C_mid)
 
 
 def predict_variants(runs: Sequence[RunFit], settings: FitSettings, at: float) -> List[VariantPrediction]:

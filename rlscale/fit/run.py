@@ -159,12 +159,25 @@ def refit_with_a(run: RunFit, a: float, settings: FitSettings) -> SigmoidParams:
     return fit_fast(x, y, run.R0, space, start=(run.C_mid, run.B))
 
 
-def bootstrap_refits(run: RunFit, settings: FitSettings) -> BatchFit:
-    """The refitted resamples behind the run's own intervals (same seed, same points)."""
-    x, y, window = window_points(run, settings)
-    point = free_params(run)
-    return bootstrap_fits(x, run.R0, search_space(settings, window), point, residual_noise(x, y, run.R0, point),
-                          settings.n_boot, bootstrap_rng(run, settings))
+def bootstrap_refits(run: RunFit, settings: FitSettings) -> Optional[BatchFit]:
+    """The refitted resamples behind the run's own intervals: same seed, same points, and the residual covariance
+    those intervals used (the eval variance and the variant's pooled floor included, ``fitted_noise``). None when
+    the run has no intervals (fewer than MIN_INTERVAL_POINTS points)."""
+    noise = fitted_noise(run)
+    if noise is None:
+        return None
+    x, _, window = window_points(run, settings)
+    return bootstrap_fits(x, run.R0, search_space(settings, window), free_params(run), noise, settings.n_boot,
+                          bootstrap_rng(run, settings))
+
+
+def fitted_noise(run: RunFit) -> Optional[ResidualNoise]:
+    """The residual covariance the run's intervals were drawn from, as its fit recorded it (``noise_*``,
+    ``A_inflation``); None for a run fitted without intervals."""
+    if run.noise_white_sd is None or run.noise_drift_sd is None or run.noise_phi is None:
+        return None
+    return ResidualNoise(white=run.noise_white_sd ** 2, drift=run.noise_drift_sd ** 2, phi=run.noise_phi,
+                         inflation=run.A_inflation or 1.0)
 
 
 def residual_noise(x: np.ndarray, y: np.ndarray, r0: float, point: SigmoidParams,

@@ -60,3 +60,26 @@ def test_first_quarter_fits_of_real_runs_call_no_ceiling_at_the_foot_of_the_rise
         assert run.A > reached[(run.variant, run.seed)] / 2, (run.variant, run.seed, run.A)
     foot = [r for r in early.runs if r.A < 0.1]
     assert foot and not any(r.A_identified for r in foot)
+
+
+def test_the_planners_draws_of_one_run_are_the_draws_behind_its_own_interval():
+    """A one-seed variant's prediction interval (rlscale.fit.predict) is drawn from the run's own bootstrap:
+    with the pooled floor raising a quiet short fit's noise fourfold, its percentiles are the run's own
+    prediction interval, and a run fitted without intervals gives no draws."""
+    from rlscale.fit.predict import prediction_draws
+
+    at = 30000.0
+    settings = FitSettings(x="gpu_hours", n_boot=200, predict_at=[at])
+    settings.cutoff_rule = describe_rule(settings)
+    curve = drawn_curve(TABLE1["scalerl"], EvalDraw(samples=4000, every=16000 / 12), np.random.default_rng(7))
+    own = fit_curve(curve, replace(settings, n_boot=0))
+    s2 = own.sse / (own.n_points - 3)
+    quiet = fit_curve(replace(curve, se=np.full_like(curve.se, np.sqrt(4 * s2))), settings, pooled_ratio=1.0)
+    assert quiet.A_inflation == pytest.approx(4.0, rel=1e-6)
+    draws = prediction_draws(quiet, settings, at)
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    assert (lo, hi) == pytest.approx((quiet.predictions[0].lo, quiet.predictions[0].hi), abs=1e-9)
+    n = curve.x.size
+    arrays = {k: v[:5] for k, v in vars(curve).items() if isinstance(v, np.ndarray) and v.size == n}
+    short = fit_curve(replace(curve, **arrays), settings)  # step 0 and four evals: four fitted, no intervals
+    assert short.noise_white_sd is None and prediction_draws(short, settings, at) is None
