@@ -13,13 +13,15 @@ Section 3.2), it prints:
 - the same RL step in TRL's GRPOTrainer (transformers ``generate``, same model, batch and lengths, a
   trivial reward) and the ratio rlscale / TRL;
 - PipelineRL-8 against the synchronous loop (samples/s), on one GPU or, with two, one generator GPU
-  and one trainer GPU (Section 3.1).
+  and one trainer GPU (Section 3.1);
+- the LM head alone (``head``): time and log-probability error against a float64 head of the bf16 head, a
+  float32 GEMM and the FP32 head on bf16 GEMMs (``rlscale.engines.models.policy.fp32_head_matmul``).
 
 Each variant runs with the bf16 LM head (Section 2's baseline, TRL's precision, used for the ratio) and
 the FP32 head (ScaleRL, Section 3.2). Results go to ``--out`` (gpu_bench.json, gpu_bench.md) section by
 section, so a call stopped at its limit still returns what finished.
 
-    python bench/gpu_bench.py --out DIR [--sections env,checks,models,trl,pipeline] [--models smollm2-135m,qwen2-0.5b]
+    python bench/gpu_bench.py --out DIR [--sections env,checks,head,models,trl,pipeline] [--models smollm2-135m,qwen2-0.5b]
     python bench/gpu_bench.py --device cpu --tiny --out DIR     # the same code paths on CPU, tiny shapes
 """
 from __future__ import annotations
@@ -361,6 +363,42 @@ def run_checks(device: str, out: dict) -> None:
     out["checks"] = checks
 
 
+# -- the LM head alone --------------------------------------------------------------------------------------
+HEAD_ROWS, HEAD_ERROR_ROWS = 16384, 1024
+
+
+def measure_head(shape_name: str, device: str, out: dict) -> None:
+    """The head of Section 3.2 on bf16 weights and HEAD_ROWS rows: ms per forward and max |log-softmax - the
+    float64 head's| over HEAD_ERROR_ROWS rows, for the bf16 head, a float32 GEMM of float32 copies (the FP32 head
+    before ``fp32_head_matmul``) and ``fp32_head_matmul`` on a bf16 and on a float32 hidden state."""
+    import torch.nn.functional as F
+
+    from rlscale.engines.models.policy import MM_OUT_DTYPE_ON_CUDA, fp32_head_matmul
+
+    shape, dev = SHAPES[shape_name], torch.device(device)
+    g = torch.Generator(device=dev).manual_seed(0)
+    weight = (torch.randn(shape.vocab, shape.hidden, device=dev, generator=g) * 0.05).to(torch.bfloat16)
+    hidden32 = torch.randn(HEAD_ROWS, shape.hidden, device=dev, generator=g) * 2
+    hidden16 = hidden32.to(torch.bfloat16)
+    variants = {
+        "bf16 head": (lambda h: F.linear(h.to(torch.bfloat16), weight), hidden16),
+        "fp32 GEMM of fp32 copies": (lambda h: F.linear(h.float(), weight.float()), hidden32),
+        "fp32_head_matmul, bf16 hidden": (lambda h: fp32_head_matmul(weight, h), hidden16),
+        "fp32_head_matmul, fp32 hidden": (lambda h: fp32_head_matmul(weight, h), hidden32),
+    }
+    rec: Dict[str, object] = {"mm_out_dtype": bool(MM_OUT_DTYPE_ON_CUDA), "rows": HEAD_ROWS}
+    with torch.no_grad():
+        for name, (head, h) in variants.items():
+            exact = torch.log_softmax(h[:HEAD_ERROR_ROWS].double() @ weight.double().t(), -1)
+            err = (torch.log_softmax(head(h[:HEAD_ERROR_ROWS]).double(), -1) - exact).abs().max().item()
+            del exact
+            head(h)
+            _, seconds = timed(lambda: [head(h) for _ in range(10)], dev)
+            rec[name] = {"ms": seconds / 10 * 1e3, "logp_max_err": err}
+            release(dev)
+    out.setdefault("head", {})[shape_name] = rec
+
+
 # -- report ------------------------------------------------------------------------------------------------
 def fmt(value, spec: str = ".3g") -> str:
     if value is None or (isinstance(value, float) and value != value):
@@ -395,6 +433,19 @@ def table(out: dict) -> str:
         for name in ("graphs_no_compile", "eager_steps"):
             cells = [fmt(models[m][h].get("ablation_gen_tok_s", {}).get(name), ".4g") for m in models for h in models[m]]
             lines.append(f"| generation tokens/s, {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
+    heads = out.get("head", {})
+    if heads:
+        lines += ["", f"| LM head alone, bf16 weights, {HEAD_ROWS} rows | " + " | ".join(heads) + " |",
+                  "|---|" + "---|" * len(heads)]
+        names = [k for k, v in next(iter(heads.values())).items() if isinstance(v, dict)]
+        for name in names:
+            cells = [f"{fmt(heads[m][name]['ms'], '.3g')} ms, err {fmt(heads[m][name]['logp_max_err'], '.2g')}"
+                     for m in heads]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for m, rec in models.items():
+        if rec.get("bf16_head", {}).get("rl_step_seconds") and rec.get("fp32_head", {}).get("rl_step_seconds"):
+            lines.append(f"FP32-head RL step / bf16-head RL step, {m}: "
+                         f"{rec['fp32_head']['rl_step_seconds'] / rec['bf16_head']['rl_step_seconds']:.2f}x")
     trl = out.get("trl", {})
     if trl:
         lines += ["", "| TRL GRPOTrainer (bf16 autocast) | generation tokens/s | RL step s | rlscale bf16-head RL step s "
@@ -435,7 +486,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="tiny shape and batch (CPU smoke run)")
-    ap.add_argument("--sections", default="env,checks,models,trl,pipeline",
+    ap.add_argument("--sections", default="env,checks,head,models,trl,pipeline",
                     help="trl runs inside models, after each model's rlscale measurements")
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
     ap.add_argument("--pipeline-model", default="smollm2-135m")
@@ -476,6 +527,10 @@ def main() -> None:
         elif section == "trl" and "models" not in sections:
             for m in models:
                 measure_trl(m, work_flag, args.device, out, args.trl_timeout)
+                save(out, args.out)
+        elif section == "head":
+            for m in models:
+                measure_head(m, args.device, out)
                 save(out, args.out)
         elif section == "pipeline":
             measure_pipeline("tiny" if args.tiny else args.pipeline_model, work, args.device, args.pipeline_steps, out,

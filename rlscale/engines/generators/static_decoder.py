@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from rlscale.engines.kernels.decode_attention import available, decode_attention, decode_attention_reference
+from rlscale.engines.models.policy import fp32_head_matmul
 
 SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
 
@@ -171,9 +172,9 @@ class StaticKVDecoder:
                 k_norm=attn.k_norm.weight if hasattr(attn, "k_norm") else None,
                 gate_up=torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach(), down=mlp.down_proj.weight))
         self.norm = model.model.norm.weight
-        head_dtype = torch.float32 if fp32_head else torch.bfloat16
+        # the FP32 head reads bf16 weights as they are (rlscale.engines.models.policy.fp32_head_matmul)
         head = model.get_output_embeddings().weight
-        self.head = head if head.dtype == head_dtype else head.detach().to(head_dtype)
+        self.head = head if head.dtype == torch.bfloat16 or fp32_head else head.detach().to(torch.bfloat16)
         self._cos = self._sin = torch.empty(0)
         # decode steps: the per-layer elementwise work (norms, rotary, SiLU gate, residuals) fused by
         # torch.compile around cuBLAS GEMMs, from one layer's attention output to the next layer's q, k, v;
@@ -278,7 +279,7 @@ class StaticKVDecoder:
         the consumer to upcast as it reads them (a separate cast of [B, V] took 6 % of a Qwen2-0.5B decode
         step on an H200)."""
         if self.fp32_head:
-            return F.linear(hidden.float(), self.head)
+            return fp32_head_matmul(self.head, hidden)
         return F.linear(hidden.to(torch.bfloat16), self.head)
 
     # -- accounting --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ its precision; its float32 values are the logits.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import List
 
 import torch
 import torch.nn.functional as F
@@ -19,10 +20,77 @@ def head_output(model, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
 
 
 def head_matmul(weight: torch.Tensor, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
-    """``hidden @ weight.T`` in fp32 or in bf16."""
+    """``hidden @ weight.T``: FP32-accurate with a float32 output (``fp32_head_matmul``), or in bf16."""
     if fp32_head:
-        return F.linear(hidden.float(), weight.float())
+        return fp32_head_matmul(weight, hidden)
     return F.linear(hidden.to(torch.bfloat16), weight.to(torch.bfloat16))
+
+
+def fp32_head_matmul(weight: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+    """The FP32 head of Section 3.2, float32 logits. Weights stored in float32 take a float32 GEMM. Weights
+    stored in bf16 are exact in float32, and so is the product of two bf16 numbers, so bf16 GEMMs that accumulate
+    and write in float32 (tensor cores, the weights read once in bf16) compute the float32 GEMM's sums, up to
+    summation order, once the hidden state is exact in bf16: a bf16 hidden state is; a float32 one is split
+    into three bf16 parts that carry its 24 significand bits (``bf16_parts``), stacked into one GEMM. The
+    backward takes the bf16 head's precision: the gradient of the logits in bf16, products accumulated in
+    float32 (``Fp32Head``)."""
+    if weight.dtype != torch.bfloat16:
+        return F.linear(hidden.float(), weight.float())
+    return Fp32Head.apply(hidden, weight)
+
+
+class Fp32Head(torch.autograd.Function):
+    """``hidden @ weight.T`` for bf16 weights in float32 (``fp32_head_matmul``): forward on the bf16 parts of the
+    hidden state (stacked into one GEMM, so the weights are read once); backward
+    dh = bf16(g) @ W and dW = bf16(g).T @ bf16(h), accumulated in float32, cast to the inputs' dtypes."""
+
+    @staticmethod
+    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor):
+        ctx.save_for_backward(hidden, weight)
+        rows = hidden.reshape(-1, hidden.shape[-1])
+        parts = bf16_parts(rows)
+        out = bf16_mm_f32(torch.cat(parts) if len(parts) > 1 else parts[0], weight.t())
+        out = sum(out.chunk(len(parts))) if len(parts) > 1 else out
+        return out.reshape(*hidden.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        hidden, weight = ctx.saved_tensors
+        g2 = g.reshape(-1, g.shape[-1]).to(torch.bfloat16)
+        grad_hidden = grad_weight = None
+        if ctx.needs_input_grad[0]:
+            grad_hidden = bf16_mm_f32(g2, weight).reshape(hidden.shape).to(hidden.dtype)
+        if ctx.needs_input_grad[1]:
+            rows = hidden.reshape(-1, hidden.shape[-1]).to(torch.bfloat16)
+            grad_weight = bf16_mm_f32(g2.t(), rows).to(weight.dtype)
+        return grad_hidden, grad_weight
+
+
+def bf16_parts(x: torch.Tensor) -> List[torch.Tensor]:
+    """bf16 tensors that sum to ``x`` in float32: ``x`` itself when it is bf16; for a float32 ``x``, hi = bf16(x)
+    and two remainders, each the bf16 rounding of what the parts before it leave (8 significand bits each, 24 in
+    all: float32's)."""
+    if x.dtype == torch.bfloat16:
+        return [x]
+    parts, rest = [], x.float()
+    for _ in range(3):
+        parts.append(rest.to(torch.bfloat16))
+        rest = rest - parts[-1].float()
+    return parts
+
+
+def bf16_mm_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` of bf16 matrices, accumulated and returned in float32: one cuBLAS GEMM on CUDA
+    (``torch.mm(..., out_dtype=float32)``); elsewhere the same sums by a float32 GEMM of the bf16 values (every
+    product of two bf16 numbers is exact in float32)."""
+    if a.is_cuda and MM_OUT_DTYPE_ON_CUDA:
+        return torch.mm(a, b, out_dtype=torch.float32)
+    return a.float() @ b.float()
+
+
+# whether this torch has the CUDA GEMM of bf16 inputs with a float32 output (aten::mm.dtype); read from the
+# dispatcher, so importing this module starts no CUDA context
+MM_OUT_DTYPE_ON_CUDA = torch._C._dispatch_has_kernel_for_dispatch_key("aten::mm.dtype", "CUDA")
 
 
 def head_logits(model, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
