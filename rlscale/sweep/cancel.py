@@ -18,7 +18,7 @@ from typing import Dict, Iterable, List, Set
 
 from rlscale.results.status import RunState, read_status, write_status
 from rlscale.sweep.dispatch import alive
-from rlscale.sweep.progress import refs_under
+from rlscale.sweep.status import refs_under
 from rlscale.sweep.runner import DONE_STATES, FINAL_STATES
 from rlscale.sweep.spec import SpecError
 

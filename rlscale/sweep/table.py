@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.table import Table
 
 from rlscale.results.names import shown
-from rlscale.sweep.progress import RunProgress
+from rlscale.sweep.status import RunProgress
 from rlscale.sweep.resolve import ResolvedRun
 
 STATE_STYLE = {"done": "green", "running": "cyan", "pending": "dim", "preempted": "yellow", "failed": "red",

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from typer.testing import CliRunner
 
 from rlscale.cli import app
-from rlscale.sweep.progress import refs_under
+from rlscale.sweep.status import refs_under
 
 SHORT = ["trainer.max_steps=2", "trainer.eval_every=2", "trainer.checkpoint_every=2", "task.val_size=20"]
 

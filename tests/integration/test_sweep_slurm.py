@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from rlscale.cli import app
 from rlscale.results import read_metrics
-from rlscale.sweep.progress import collect, refs_under
+from rlscale.sweep.status import collect, refs_under
 from rlscale.sweep.resolve import hydra_quote
 from rlscale.sweep.runner import SweepRequest, plan_sweep
 

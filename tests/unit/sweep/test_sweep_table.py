@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from rlscale.results.status import RunState, write_status
-from rlscale.sweep.progress import RunProgress, RunRef, collect, refs_under
+from rlscale.sweep.status import RunProgress, RunRef, collect, refs_under
 from rlscale.sweep.table import overall_eta, progress_table, summary, watch
 
 

@@ -1,6 +1,6 @@
-"""Progress of a sweep's runs, read from their run directories (status.json, metrics.jsonl) and from the
-liveness of their jobs: state, last step, latest validation reward (the R_C of Eq. 1) and an ETA (the
-remaining steps times the mean ``step_seconds`` of the last train lines)."""
+"""The status of a sweep's runs (what ``rlscale status`` shows), read from their run directories (status.json,
+metrics.jsonl) and from the liveness of their jobs: state, last step, latest validation reward (the R_C of
+Eq. 1) and an ETA (the remaining steps times the mean ``step_seconds`` of the last train lines)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
