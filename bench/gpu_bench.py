@@ -27,7 +27,6 @@ section, so a call stopped at its limit still returns what finished.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
@@ -46,9 +45,10 @@ from lib.timers import release, sync, timed
 from lib.workloads import CPU_WORK, GPU_WORK, PAPER_ROWS, BenchTask, BenchTokenizer, Workload, trivial_reward
 from rlscale.config.schema import RunConfig
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.engines.learners.build import LearnerSettings, build_learner
 from rlscale.engines.models.policy import count_parameters
 from rlscale.rl import NoPositiveResamplingPool
-from rlscale.train.components import Components, build_learner, build_source
+from rlscale.train.components import Components, build_source
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.loop import prepare_batch
 from rlscale.train.rollouts import RolloutSampler
@@ -64,7 +64,7 @@ def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> C
     task = BenchTask(tok, work)
     model = build_model(shape, torch.bfloat16 if device.type == "cuda" else torch.float32, device.type)
     generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
-    learner = build_learner(cfg, model)
+    learner = build_learner(LearnerSettings.of(cfg, cfg.engine.compile and device.type == "cuda"), model)
     pool = NoPositiveResamplingPool(len(task.train_problems()), enabled=False)
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type, 1)
@@ -119,8 +119,7 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         rec.update(train_seconds=train_s, train_tokens=tokens, train_tok_s=tokens / train_s,
                    mfu=6.0 * params * tokens / train_s / flops_peak)
         if ablation and dev.type == "cuda":  # the same update without torch.compile
-            eager = build_learner(dataclasses.replace(cfg, engine=dataclasses.replace(cfg.engine, compile=False)),
-                                  c.model)
+            eager = build_learner(LearnerSettings.of(cfg), c.model)
             try:
                 eager.step(batch, adv, weights)
                 rec["train_tok_s_eager"] = tokens / min(timed(lambda: eager.step(batch, adv, weights), dev)[1]

@@ -19,12 +19,12 @@ import time
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from rlscale.config.schema import OptimConfig
+from rlscale.config.schema import OptimConfig, RunConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
+from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.torch_learner import TorchLearner
 from rlscale.engines.models.policy import token_logprobs
-from rlscale.rl import LossSpec
 
 SMOLLM2 = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192, rope_theta=100000.0,
@@ -65,8 +65,8 @@ def main() -> None:
     torch.manual_seed(0)
     shape = {**SMOLLM2, "num_hidden_layers": args.layers}
     model = LlamaForCausalLM(LlamaConfig(**shape)).to(args.device, torch.bfloat16).eval()
-    learner = TorchLearner(model, OptimConfig(lr=5e-6), LossSpec("cispo", 0.2, 0.28, 4.0), True, 1.0, compiled=True,
-                           max_width=args.max_width)
+    settings = LearnerSettings.of(RunConfig(optim=OptimConfig(lr=5e-6)), compiled=True, max_width=args.max_width)
+    learner = TorchLearner(settings, model)
     if args.whole:
         learner.logprobs = torch.compile(token_logprobs)
     from torch._dynamo.callback import callback_handler

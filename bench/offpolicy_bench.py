@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List
 
-from rlscale.config import compose_run_config
+from rlscale.config import compose_run_config, typed
 from rlscale.train.loop import train
 
 
@@ -83,7 +83,7 @@ def main() -> None:
         for repeat in range(args.repeats):
             for name in names[repeat % len(names):] + names[:repeat % len(names)]:
                 run_dir = Path(tmp) / f"{name}-{repeat}"
-                state = train(compose_run_config([*modes(args.k)[name], *common, f"out={run_dir}"]), run_dir)
+                state = train(typed(compose_run_config([*modes(args.k)[name], *common, f"out={run_dir}"])), run_dir)
                 if state != "done":
                     raise SystemExit(f"{name}: run ended {state}: {(run_dir / 'status.json').read_text()}")
                 runs[name].append(summarize(run_dir, args.skip))

@@ -105,14 +105,14 @@ def main(argv: list[str]) -> int:
     install()
     from omegaconf import OmegaConf
 
-    from rlscale.config import load_run_config
+    from rlscale.config import load_run_config, typed
     from rlscale.train import loop
 
     raw = OmegaConf.load(args.run_dir / "config.yaml")
     raw.trainer.max_steps, raw.trainer.eval_every, raw.out = args.steps, 10**6, str(args.work_dir)
     args.work_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(raw, args.work_dir / "config.yaml")
-    cfg = load_run_config(args.work_dir / "config.yaml")
+    cfg = typed(load_run_config(args.work_dir / "config.yaml"))
     began = now()
     state = loop.train(cfg, args.work_dir)
     mark(f"run ended {state}", began)

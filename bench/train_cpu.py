@@ -24,14 +24,14 @@ from pathlib import Path
 
 import torch
 
-from rlscale.config import compose_run_config
+from rlscale.config import compose_run_config, typed
 from rlscale.fit.api import fit_results
 from rlscale.fit.schema import FitSettings
 from rlscale.train.loop import RunLoop, prepare_batch
 
 
 def measure(threads: int, batches: int) -> dict:
-    cfg = compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=1", f"engine.threads={threads}"])
+    cfg = typed(compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=1", f"engine.threads={threads}"]))
     with tempfile.TemporaryDirectory() as tmp:
         loop = RunLoop(cfg, Path(tmp))
         c = loop.comps

@@ -13,12 +13,13 @@ REPORTED_RATIO = 2.0  # the ratio the plug-in loss reports, a value no built-in 
 LOSSES = f'''
 import torch
 
-from rlscale.rl import LossSpec, LossTokens, PolicyTerm
+from rlscale.config.schema import LossConfig
+from rlscale.rl import LossTokens, PolicyTerm
 
 NOT_CALLABLE = 3
 
 
-def reinforce(tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
+def reinforce(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
     """-A log pi, reporting the ratio {REPORTED_RATIO} so that metrics.jsonl shows this loss trained."""
     return PolicyTerm(loss=-tokens.advantages * tokens.logp, ratio=torch.full_like(tokens.logp, {REPORTED_RATIO}),
                       clipped=torch.zeros_like(tokens.mask, dtype=torch.bool))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["ConfigError", "RunConfig", "compose_run_config", "load_run_config"]
-_HOMES = {"ConfigError": "compose", "compose_run_config": "compose", "load_run_config": "compose",
+__all__ = ["ConfigError", "RunConfig", "compose_run_config", "load_run_config", "typed"]
+_HOMES = {"ConfigError": "compose", "compose_run_config": "compose", "load_run_config": "compose", "typed": "compose",
           "RunConfig": "schema"}
 
 

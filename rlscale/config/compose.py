@@ -112,7 +112,14 @@ def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config
     raw = compose_raw(overrides, config_name)
     with open_dict(raw):
         del raw["hydra"]
-    return _typed(raw, source="overrides " + " ".join(overrides) if overrides else config_name)
+    return _validated(raw, source="overrides " + " ".join(overrides) if overrides else config_name)
+
+
+def typed(cfg: DictConfig) -> RunConfig:
+    """The ``RunConfig`` of a config that ``compose_run_config`` or ``load_run_config`` returned: what a run is
+    handed, from its entry (``rlscale.train.entry``) to its loop and components. The DictConfig stays where
+    config.yaml is written and read."""
+    return OmegaConf.to_object(cfg)
 
 
 def load_run_config(path: Path) -> DictConfig:
@@ -126,7 +133,7 @@ def load_run_config(path: Path) -> DictConfig:
         raise ConfigError(f"{path}: not a mapping of config fields; a run's config.yaml holds its resolved config")
     if not raw:
         raise ConfigError(f"{path}: empty; a run's config.yaml holds its resolved config")
-    return _typed(raw, source=str(path))
+    return _validated(raw, source=str(path))
 
 
 def _field_error(key: Optional[str], err: Exception) -> str:
@@ -137,7 +144,7 @@ def _field_error(key: Optional[str], err: Exception) -> str:
     return retired_problem(str(key)) or f"field '{key}': {_one_line(err)}{_key_suggestion(key) if unknown else ''}"
 
 
-def _typed(raw: DictConfig, source: str) -> DictConfig:
+def _validated(raw: DictConfig, source: str) -> DictConfig:
     from rlscale.config.validate import validate
 
     try:

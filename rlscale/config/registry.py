@@ -9,7 +9,7 @@ imports nothing of rlscale but the registry type, so anything may import it.
 
 What each axis's factories are called with:
 
-- loss: ``(tokens: LossTokens, spec: LossSpec) -> PolicyTerm``, a ``rlscale.rl.losses.PolicyLoss``;
+- loss: ``(tokens: LossTokens, spec: LossConfig) -> PolicyTerm``, a ``rlscale.rl.losses.PolicyLoss``;
 - aggregation: ``(lengths, groups) -> denominators`` (``rlscale.rl.aggregation``);
 - normalization: ``(centered, groups, eps) -> advantages`` (``rlscale.rl.advantages``);
 - curriculum: ``(num_prompts, cfg: CurriculumConfig) -> NoPositiveResamplingPool``;
@@ -20,9 +20,9 @@ What each axis's factories are called with:
   knows a thinking turn;
 - task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class;
 - engine.generator: ``(settings: GeneratorSettings, model, tok, device) -> Generator``;
-- engine.learner: ``(cfg: RunConfig, model, spec: LossSpec, ref_model, max_width) -> Learner``;
+- engine.learner: ``(settings: LearnerSettings, model, ref_model) -> Learner``;
 - engine.device: ``() -> torch.device``;
-- logger: ``(cfg, run_dir) -> MetricsSink or None``.
+- logger: ``(cfg: RunConfig, run_dir) -> MetricsSink or None``.
 """
 from __future__ import annotations
 
@@ -107,9 +107,9 @@ GENERATOR = Axis("engine.generator", {
                    "rlscale.engines.generators.vllm_generator:VLLMGenerator.from_settings"),
 }, group="engine", presets=True)
 LEARNER = Axis("engine.learner", {
-    "torch": Option("plain torch optimizer step", "rlscale.engines.learners.torch_learner:TorchLearner.from_config"),
+    "torch": Option("plain torch optimizer step", "rlscale.engines.learners.torch_learner:TorchLearner"),
     "deepspeed": Option("DeepSpeed ZeRO (engine.zero_stage)",
-                        "rlscale.engines.learners.deepspeed_learner:DeepSpeedLearner.from_config"),
+                        "rlscale.engines.learners.deepspeed_learner:DeepSpeedLearner"),
 }, group="engine", presets=True)
 DEVICE = Axis("engine.device", {
     "auto": Option("CUDA when this process sees a GPU, else the CPU", "rlscale.train.components:auto_device"),

@@ -57,3 +57,11 @@ class Learner(Protocol):
 
     def close(self) -> None:
         ...
+
+
+class FollowerLearner(Learner, Protocol):
+    """The learner of a rank > 0 of a multi-process launch (DeepSpeed): ``follow`` carries out rank 0's learner
+    calls until rank 0 closes its learner."""
+
+    def follow(self) -> None:
+        ...

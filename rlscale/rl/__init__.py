@@ -6,11 +6,11 @@ from rlscale.rl.filters import (NoPositiveResamplingPool, PoolExhausted, select_
                                 zero_variance_keep)
 from rlscale.rl.groups import Groups
 from rlscale.rl.length import dapo_length_penalty, interruption_length
-from rlscale.rl.losses import (LossInputs, LossOutputs, LossSpec, LossTokens, PolicyLoss, PolicyTerm, k3_kl,
+from rlscale.rl.losses import (LossInputs, LossOutputs, LossTokens, PolicyLoss, PolicyTerm, k3_kl,
                                policy_loss, sequence_log_ratio, truncated_is_weight)
 
 __all__ = [
-    "Groups", "LossInputs", "LossOutputs", "LossSpec", "LossTokens", "NoPositiveResamplingPool", "PolicyLoss",
+    "Groups", "LossInputs", "LossOutputs", "LossTokens", "NoPositiveResamplingPool", "PolicyLoss",
     "PolicyTerm", "PoolExhausted",
     "aggregation_weights", "compute_advantages", "dapo_length_penalty", "interruption_length", "k3_kl",
     "policy_loss", "select_groups_with_signal", "sequence_log_ratio", "truncated_is_weight",

@@ -24,6 +24,9 @@ not, and get neither loss nor gradient.
 - a loss of one's own: ``loss.name=module:attribute`` naming a function of the shape ``PolicyLoss``
   (docs/extending.md); the corrections below apply to it too.
 
+The knobs are the run's ``loss`` section, ``rlscale.config.schema.LossConfig``, whose name and ranges are
+checked once, when the config is validated (``rlscale.config.validate``).
+
 Corrections applied on top of any loss, per token:
 - ``tis_cap``: truncated importance sampling (TIS) for the trainer/generator mismatch, as Yao et al. 2025
   ("Your efficient RL framework secretly brings you off-policy RL training") and verl define it. With
@@ -44,6 +47,7 @@ import torch
 from torch import Tensor
 
 from rlscale.config.registry import LOSS
+from rlscale.config.schema import LossConfig
 
 
 @dataclass(frozen=True)
@@ -76,33 +80,6 @@ class LossInputs:
                 raise ValueError(f"{name} has shape {tuple(value.shape)}, logp has {tuple(shape)}")
         if self.advantages.shape != shape[:1]:
             raise ValueError(f"advantages must be [N] = [{shape[0]}], got {tuple(self.advantages.shape)}")
-
-
-@dataclass(frozen=True)
-class LossSpec:
-    """Which loss and its knobs; field names match ``rlscale.config.schema.LossConfig``.
-
-    name:      one of ``rlscale.config.registry.LOSS``, or a plug-in ``module:attribute`` naming a ``PolicyLoss``.
-    eps_low:   lower clip, ratio >= 1 - eps_low (grpo, dapo, gspo; unused by cispo).
-    eps_high:  upper clip, ratio <= 1 + eps_high (grpo, dapo, gspo; unused by cispo).
-    cispo_cap: cispo's cap on the ratio itself (unused by the others).
-    tis_cap:   truncated-IS cap on pi_old / pi_gen (the learner's old policy over the generator's), None = off.
-    kl_coef:   weight of the k3 KL term to ``ref_logp``, 0 = off.
-    """
-
-    name: str
-    eps_low: float
-    eps_high: float
-    cispo_cap: float
-    tis_cap: Optional[float] = None
-    kl_coef: float = 0.0
-
-    def __post_init__(self) -> None:
-        LOSS.check(self.name)
-        if self.tis_cap is not None and not self.tis_cap > 0:
-            raise ValueError(f"tis_cap must be > 0 or None, got {self.tis_cap}")
-        if self.kl_coef < 0:
-            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
 
 
 @dataclass(frozen=True)
@@ -152,18 +129,18 @@ class PolicyLoss(Protocol):
     ``module:attribute`` naming a function of this shape. ``policy_loss`` applies the TIS and KL corrections,
     the mask and the diagnostics around it."""
 
-    def __call__(self, tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
+    def __call__(self, tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
         ...
 
 
-def _ppo_clip(ratio: Tensor, advantages: Tensor, spec: LossSpec) -> PolicyTerm:
+def _ppo_clip(ratio: Tensor, advantages: Tensor, spec: LossConfig) -> PolicyTerm:
     """-min(ratio A, clip(ratio, 1 - eps_low, 1 + eps_high) A); clipped where the second term wins."""
     unclipped = ratio * advantages
     clipped = ratio.clamp(1.0 - spec.eps_low, 1.0 + spec.eps_high) * advantages
     return PolicyTerm(loss=-torch.minimum(unclipped, clipped), ratio=ratio.detach(), clipped=clipped < unclipped)
 
 
-def token_ppo(tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
+def token_ppo(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
     """grpo / dapo: PPO-clip on the token ratio."""
     return _ppo_clip(tokens.log_ratio.exp(), tokens.advantages, spec)
 
@@ -174,13 +151,13 @@ def sequence_log_ratio(log_ratio: Tensor, mask: Tensor) -> Tensor:
     return (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
 
 
-def gspo(tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
+def gspo(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
     """gspo: PPO-clip on s_it = sg(s_i) * pi(y_it) / sg(pi(y_it))."""
     seq = sequence_log_ratio(tokens.log_ratio, tokens.mask).detach().unsqueeze(-1)
     return _ppo_clip((seq + tokens.logp - tokens.logp.detach()).exp(), tokens.advantages, spec)
 
 
-def cispo(tokens: LossTokens, spec: LossSpec) -> PolicyTerm:
+def cispo(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
     """cispo: -sg(min(rho, cispo_cap)) A log pi."""
     ratio = tokens.log_ratio.detach().exp()
     weight = ratio.clamp(max=spec.cispo_cap)
@@ -203,7 +180,7 @@ def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return delta.exp() - delta - 1.0
 
 
-def policy_loss(inp: LossInputs, spec: LossSpec) -> LossOutputs:
+def policy_loss(inp: LossInputs, spec: LossConfig) -> LossOutputs:
     """The loss per token of ``spec.name`` (its ``PolicyLoss``, from ``rlscale.config.registry.LOSS``) with the
     optional TIS and KL corrections (module docstring).
 

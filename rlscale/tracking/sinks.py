@@ -7,12 +7,12 @@ import math
 import os
 import re
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, Optional, Protocol
 
-from omegaconf import DictConfig
-
 from rlscale.config.registry import LOGGER
+from rlscale.config.schema import RunConfig
 from rlscale.results.atomic import atomic_write_text
 
 
@@ -65,7 +65,7 @@ class TensorBoardSink:
 TRACKER_ID = "tracker_id"  # in the run folder: the token that makes the run's tracker id its own
 
 
-def tracker_run_id(cfg: DictConfig, run_dir: Path) -> str:
+def tracker_run_id(cfg: RunConfig, run_dir: Path) -> str:
     """``<sweep>-<variant>-<token>``: one tracker run per run folder. The token is drawn when the folder first
     logs and kept in it (TRACKER_ID), so a resume, or the folder moved, continues the same tracker run, while
     two folders of one sweep and variant name (two results folders, two plain ``rlscale run``) never share
@@ -82,7 +82,7 @@ def tracker_run_id(cfg: DictConfig, run_dir: Path) -> str:
 
 
 class WandbSink:
-    def __init__(self, cfg: DictConfig, run_dir: Path):
+    def __init__(self, cfg: RunConfig, run_dir: Path):
         wandb = _require("wandb", "wandb")
         mode = os.environ.get("WANDB_MODE", cfg.logger.mode)  # offline unless configured
         self.run = wandb.init(project=cfg.logger.project, name=f"{cfg.sweep}/{cfg.variant}", mode=mode,
@@ -97,7 +97,7 @@ class WandbSink:
 
 
 class MlflowSink:
-    def __init__(self, cfg: DictConfig, run_dir: Path):
+    def __init__(self, cfg: RunConfig, run_dir: Path):
         self.mlflow = _require("mlflow", "mlflow")
         self.mlflow.set_tracking_uri(cfg.logger.dir or (run_dir / "mlruns").resolve().as_uri())
         self.mlflow.set_experiment(cfg.logger.project)
@@ -111,22 +111,20 @@ class MlflowSink:
         self.mlflow.end_run()
 
 
-def _plain(cfg: DictConfig) -> dict:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(cfg, resolve=True)
+def _plain(cfg: RunConfig) -> dict:
+    return asdict(cfg)
 
 
-def tensorboard_sink(cfg: DictConfig, run_dir: Path) -> TensorBoardSink:
+def tensorboard_sink(cfg: RunConfig, run_dir: Path) -> TensorBoardSink:
     """``logger=tensorboard``: event files in ``logger.dir``, else ``tensorboard/`` in the run folder."""
     return TensorBoardSink(Path(cfg.logger.dir) if cfg.logger.dir else Path(run_dir) / "tensorboard")
 
 
-def no_tracker(cfg: DictConfig, run_dir: Path) -> None:
+def no_tracker(cfg: RunConfig, run_dir: Path) -> None:
     """``logger=none``: metrics.jsonl only."""
     return None
 
 
-def open_tracker(cfg: DictConfig, run_dir: Path) -> Optional[MetricsSink]:
+def open_tracker(cfg: RunConfig, run_dir: Path) -> Optional[MetricsSink]:
     """The tracker ``cfg.logger`` names, or None for ``logger=none``."""
     return LOGGER.load(cfg.logger.name)(cfg, Path(run_dir))

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
+from rlscale.config.schema import RunConfig
 from rlscale.results.atomic import atomic_write
 from rlscale.results.errors import Refused
 
@@ -59,13 +59,15 @@ class RunIdentity:
     run: str  # the run folder's name
 
     @classmethod
-    def of(cls, cfg: DictConfig, run_dir: Path) -> "RunIdentity":
-        fields = OmegaConf.to_container(cfg, resolve=True)
+    def of(cls, cfg: RunConfig, run_dir: Path) -> "RunIdentity":
+        """The hash is of the JSON of the config's fields as written to config.yaml (resolved), so it does not
+        depend on whether the config came from overrides or from a run folder's config.yaml."""
+        fields = asdict(cfg)
         for key in RESUMABLE:
             parent, _, leaf = key.rpartition(".")
             (fields[parent] if parent else fields).pop(leaf, None)
         text = json.dumps(fields, sort_keys=True, default=str)
-        return cls(config=hashlib.sha256(text.encode()).hexdigest(), seed=int(cfg.seed), run=Path(run_dir).name)
+        return cls(config=hashlib.sha256(text.encode()).hexdigest(), seed=cfg.seed, run=Path(run_dir).name)
 
     def differences(self, other: "RunIdentity") -> List[str]:
         """What differs in ``other`` (a checkpoint's) from this run, in words."""

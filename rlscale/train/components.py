@@ -5,24 +5,23 @@ rest are swapped here without touching it: each is the factory that ``rlscale.co
 configured choice, imported only when chosen."""
 from __future__ import annotations
 
-import copy
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
-from rlscale.config.registry import CURRICULUM, DEVICE, LEARNER, MODEL, OFFPOLICY, TASK
+from rlscale.config.registry import CURRICULUM, DEVICE, MODEL, OFFPOLICY, TASK
 from rlscale.config.schema import RunConfig
-from rlscale.core.protocols import Generator, Learner, PolicyTokenizer
+from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.engines.learners.build import LearnerSettings, build_learner
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
 from rlscale.gpus import driver_gpu_count
-from rlscale.rl import LossSpec, NoPositiveResamplingPool
+from rlscale.rl import NoPositiveResamplingPool
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.train.compute import ComputeMeter
@@ -43,10 +42,6 @@ class Components:
     meter: ComputeMeter
     sampler: RolloutSampler
     source: RolloutSource
-
-
-def typed(cfg: DictConfig) -> RunConfig:
-    return OmegaConf.to_object(cfg) if isinstance(cfg, DictConfig) else cfg
 
 
 def cuda_device() -> torch.device:
@@ -114,13 +109,6 @@ def longest_sequence(task: Task, tok, generator) -> int:
     return max(len(tok.encode_prompt(p.prompt)) for p in task.train_problems()) + longest_completion
 
 
-def build_learner(cfg: RunConfig, model, max_width: int = 0) -> Learner:
-    """The learner of ``engine.learner``, with a frozen copy of the policy as the KL reference when
-    ``loss.kl_coef`` > 0."""
-    ref_model = copy.deepcopy(model).eval() if cfg.loss.kl_coef > 0 else None
-    return LEARNER.load(cfg.engine.learner)(cfg, model, LossSpec(**asdict(cfg.loss)), ref_model, max_width)
-
-
 def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:
     """The pool of ``curriculum.name`` over the first ``curriculum.pool_size`` of ``split`` training prompts."""
     return CURRICULUM.load(cfg.curriculum.name)(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum)
@@ -131,14 +119,14 @@ def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) 
     return OFFPOLICY.load(cfg.offpolicy.name)(cfg, sampler, model, run_dir)
 
 
-def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
-    cfg = typed(cfg_in)
+def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
     generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
-    compiles = cfg.engine.compile and device.type == "cuda"
-    learner = build_learner(cfg, model, longest_sequence(task, tok, generator) if compiles else 0)
+    compiled = cfg.engine.compile and device.type == "cuda"
+    width = longest_sequence(task, tok, generator) if compiled else 0
+    learner = build_learner(LearnerSettings.of(cfg, compiled, width), model)
     pool = build_pool(cfg, len(task.train_problems()))
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type,
@@ -148,12 +136,16 @@ def build_components(cfg_in: DictConfig, run_dir: Path) -> Components:
     return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source)
 
 
-def build_follower_learner(cfg_in: DictConfig):
+def follower_rank() -> bool:
+    """True on ranks > 0 of a multi-process launch (torchrun and the deepspeed launcher set RANK)."""
+    return int(os.environ.get("RANK", "0")) > 0
+
+
+def build_follower_learner(cfg: RunConfig) -> FollowerLearner:
     """Ranks > 0 of a DeepSpeed launch: the same policy and learner as rank 0, without the generator,
     curriculum or rollout source, which live on rank 0 alone."""
-    cfg = typed(cfg_in)
     if cfg.engine.learner != "deepspeed":
         raise ValueError(f"engine.learner={cfg.engine.learner}: only the deepspeed learner runs on several ranks")
     device = prepare_process(cfg)
     model, _ = build_policy(cfg, build_task(cfg), device)
-    return build_learner(cfg, model)
+    return build_learner(LearnerSettings.of(cfg), model)

@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from rlscale.config import ConfigError, compose_run_config, load_run_config
+from rlscale.config import ConfigError, compose_run_config, load_run_config, typed
 from rlscale.results.atomic import atomic_write_text
 from rlscale.results.status import RunState, read_status, write_status
 
@@ -28,17 +28,17 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     run_dir = Path(run_dir)
     try:
-        cfg = load_run_config(run_dir / "config.yaml")
+        cfg = typed(load_run_config(run_dir / "config.yaml"))
     except ConfigError as err:
         write_status(run_dir, RunState.FAILED, str(err))
         return RunState.FAILED.value
-    if finished(run_dir, int(cfg.trainer.max_steps)):
+    if finished(run_dir, cfg.trainer.max_steps):
         return RunState.DONE.value
     if not progress:
         return train(cfg, run_dir, stop_at)
     from rlscale.tracking.progress import run_progress
 
-    return train(cfg, run_dir, stop_at, [run_progress(f"{cfg.sweep}/{cfg.variant}", int(cfg.trainer.max_steps))])
+    return train(cfg, run_dir, stop_at, [run_progress(f"{cfg.sweep}/{cfg.variant}", cfg.trainer.max_steps)])
 
 
 def finished(run_dir: Path, max_steps: int) -> bool:

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import torch
-from omegaconf import DictConfig
 
+from rlscale.config.schema import RunConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS
-from rlscale.engines.learners.deepspeed_learner import follower_rank
 from rlscale.results.errors import Refused
 from rlscale.results.lock import FolderLock
 from rlscale.results.metrics import MetricsLog, MetricsWriteError
@@ -33,7 +32,7 @@ from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, RunIdentity, check_resumable,
                                       load_checkpoint, remove_stale_temporaries, save_checkpoint)
-from rlscale.train.components import Components, build_components, build_follower_learner
+from rlscale.train.components import Components, build_components, build_follower_learner, follower_rank
 from rlscale.train.evaluate import evaluate
 
 log = logging.getLogger("rlscale.train")
@@ -110,15 +109,15 @@ def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Component
 
 
 class RunLoop:
-    def __init__(self, cfg: DictConfig, run_dir: Path, sinks: Sequence[MetricsSink] = ()):
+    def __init__(self, cfg: RunConfig, run_dir: Path, sinks: Sequence[MetricsSink] = ()):
         self.started = time.perf_counter()
         self.startup_s: float | None = None
         self.run_dir = Path(run_dir)
         self.identity = RunIdentity.of(cfg, self.run_dir)
         tracker = open_tracker(cfg, self.run_dir)
         self.sinks = (*sinks, *([tracker] if tracker is not None else []))
+        self.cfg = cfg
         self.comps = build_components(cfg, self.run_dir)
-        self.cfg = self.comps.cfg
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.samples_path = self.run_dir / "samples.jsonl"
         self.step = 0
@@ -244,11 +243,11 @@ class RunLoop:
             sink.close()
 
 
-def train(cfg: DictConfig, run_dir: Path, stop_at: Optional[int] = None,
+def train(cfg: RunConfig, run_dir: Path, stop_at: Optional[int] = None,
           sinks: Sequence[MetricsSink] = ()) -> str:
     """Train or resume one run (pausing at step ``stop_at``: state pending); write status.json; return the
     final state. Ranks > 0 of a DeepSpeed launch only mirror rank 0's learner calls and write nothing
-    (rlscale.engines.learners.deepspeed_learner).
+    (``rlscale.core.protocols.FollowerLearner``).
 
     The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
     metrics or load a damaged checkpoint or another run's is refused (rlscale.train.checkpoint.
@@ -265,7 +264,7 @@ def train(cfg: DictConfig, run_dir: Path, stop_at: Optional[int] = None,
         return _train_locked(cfg, run_dir, stop_at, sinks)
 
 
-def _train_locked(cfg: DictConfig, run_dir: Path, stop_at: Optional[int],
+def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
                   sinks: Sequence[MetricsSink]) -> str:
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     loop = None

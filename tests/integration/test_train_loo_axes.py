@@ -11,7 +11,7 @@ from typing import Dict, List
 
 import pytest
 
-from rlscale.config import compose_run_config
+from rlscale.config import compose_run_config, typed
 from rlscale.results.metrics import read_metrics
 from rlscale.sweep.spec import find_spec, load_spec
 from rlscale.train.loop import RunLoop
@@ -25,7 +25,7 @@ MEASURED = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_se
 
 
 def train_lines(overrides: List[str], run_dir: Path) -> List[Dict]:
-    loop = RunLoop(compose_run_config([*SHORT, *overrides]), run_dir)
+    loop = RunLoop(typed(compose_run_config([*SHORT, *overrides])), run_dir)
     try:
         loop.run()
     finally:

@@ -23,8 +23,9 @@ import torch
 from rlscale.config.schema import (BatchConfig, EngineConfig, GenerationConfig, LossConfig, ModelConfig, OptimConfig,
                                    RunConfig)
 from rlscale.core.types import TrainBatch
+from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.models.tiny_model import build_tiny_llama
-from rlscale.rl import LossSpec, aggregation_weights, compute_advantages
+from rlscale.rl import aggregation_weights, compute_advantages
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared test helpers
 from synthetic_batches import off_policy_batch  # noqa: E402
@@ -76,17 +77,15 @@ def snapshot(model) -> dict:
 
 
 def build_learner(kind: str, cfg: RunConfig, model):
-    spec = LossSpec(**asdict(cfg.loss))
+    settings = LearnerSettings.of(cfg)
     ref_model = copy.deepcopy(model).eval()
     if kind == "deepspeed":
         from rlscale.engines.learners.deepspeed_learner import DeepSpeedLearner
 
-        return DeepSpeedLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                                cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, ref_model=ref_model)
+        return DeepSpeedLearner(settings, model, ref_model)
     from rlscale.engines.learners.torch_learner import TorchLearner
 
-    return TorchLearner(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                        micro_batch=cfg.batch.micro_batch, ref_model=ref_model)
+    return TorchLearner(settings, model, ref_model)
 
 
 def two_updates(kind: str, cfg: RunConfig) -> dict | None:
@@ -95,7 +94,7 @@ def two_updates(kind: str, cfg: RunConfig) -> dict | None:
     batches = [synthetic_batch(model, cfg, seed) for seed in (1, 2)]
     learner = build_learner(kind, cfg, model)
     if kind == "deepspeed":
-        from rlscale.engines.learners.deepspeed_learner import follower_rank
+        from rlscale.train.components import follower_rank
 
         if follower_rank():
             learner.follow()

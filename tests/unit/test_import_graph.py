@@ -155,6 +155,13 @@ def test_imports_go_down_the_layers():
     assert upward_imports(import_graph()) == []
 
 
+def test_the_loop_sees_the_backends_through_their_interfaces():
+    """``train.loop`` imports no generator, learner or model module: the backends reach it built, through
+    ``train.components`` and the protocols of ``core.protocols``."""
+    backends = ("rlscale.engines.generators", "rlscale.engines.learners", "rlscale.engines.models")
+    assert [m for m in import_graph()["rlscale.train.loop"] if m.startswith(backends)] == []
+
+
 def test_every_module_has_a_layer():
     for module in import_graph():
         layer_of(module)

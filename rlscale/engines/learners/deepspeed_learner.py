@@ -20,7 +20,8 @@ weight-0 "ballast" passes.
 
 Launch (torchrun, the ``deepspeed`` launcher, or one torchrun per node under ``srun``): every rank runs
 ``rlscale run ...`` with the same config. Rank 0 runs the whole loop (generation, evaluation, metrics,
-checkpoints); ranks > 0 build only the same policy and learner and call ``follow()``, which mirrors rank
+checkpoints); ranks > 0 (``rlscale.train.components.follower_rank``) build only the same policy and learner and
+call ``follow()``, which mirrors rank
 0's learner calls (step, state_dict, load_state_dict) until rank 0 calls ``close()``. Rank 0 ships each
 batch to the followers, so generation, the curriculum and the run directory stay on rank 0 alone. A
 single process without a launcher gets a one-rank process group. Rank 0's checkpoint holds every rank's
@@ -46,11 +47,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from rlscale.config.schema import OptimConfig, RunConfig
 from rlscale.core.types import StepResult, TrainBatch
+from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
 from rlscale.engines.models.policy import token_logprobs
-from rlscale.rl import LossSpec
 
 log = logging.getLogger("rlscale.deepspeed")
 
@@ -89,11 +89,6 @@ class MicroBatch:
 
     rows: torch.Tensor
     ballast: bool = False
-
-
-def follower_rank() -> bool:
-    """True on ranks > 0 of a multi-process launch (torchrun and the deepspeed launcher set RANK)."""
-    return int(os.environ.get("RANK", "0")) > 0
 
 
 def plan_micro_batches(num_rows: int, world_size: int, rank: int, micro_batch: int) -> List[MicroBatch]:
@@ -175,47 +170,40 @@ class DeepSpeedLearner:
     """``TorchLearner``'s interface (``step``, ``scheduler``, ``state_dict``/``load_state_dict``) over a
     DeepSpeed ZeRO engine, plus ``follow`` (ranks > 0) and ``close`` (rank 0 releases the followers)."""
 
-    def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_spec: LossSpec, fp32_head: bool,
-                 temperature: float, micro_batch: int, zero_stage: int, dtype: str,
-                 ref_model: Optional[nn.Module] = None):
+    def __init__(self, settings: LearnerSettings, model: nn.Module, ref_model: Optional[nn.Module] = None):
+        """ZeRO stage ``settings.zero_stage``; batches keep their own width (``settings.max_width`` and
+        ``settings.compiled`` are the torch learner's); ``ref_model``: the frozen KL reference, or None."""
         import deepspeed
 
-        if zero_stage not in ZERO_STAGES:
-            raise ValueError(f"engine.zero_stage={zero_stage}: expected one of {ZERO_STAGES}")
-        if dtype == "float16":
+        if settings.zero_stage not in ZERO_STAGES:
+            raise ValueError(f"engine.zero_stage={settings.zero_stage}: expected one of {ZERO_STAGES}")
+        if settings.dtype == "float16":
             raise ValueError("engine.learner=deepspeed: model.dtype=float16 needs loss scaling; use bfloat16")
         logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
         cuda = next(model.parameters()).device.type == "cuda"
         self.topo = _init_process_group(cuda)
         self.commands = dist.new_group(backend="gloo", timeout=FOLLOWER_TIMEOUT)
-        bf16 = cuda and dtype == "bfloat16"
+        bf16 = cuda and settings.dtype == "bfloat16"
         if not cuda:
             log.info("DeepSpeed learner on CPU: training in fp32 (gloo)")
         torch_dtype = torch.bfloat16 if bf16 else torch.float32
-        self.loss_spec = loss_spec
-        self.micro_batch = micro_batch
-        zero3 = zero_stage == 3
+        self.loss = settings.loss
+        self.micro_batch = settings.micro_batch
+        zero3 = settings.zero_stage == 3
         # ZeRO-3 partitions what it trains: rank 0 keeps ``model`` whole for its generator
         self.generator_model = model.to(self.topo.device, torch_dtype) if zero3 and self.topo.leader else None
         trained = copy.deepcopy(model) if self.generator_model is not None else model
-        self.module = PolicyLogprobs(trained.to(self.topo.device, torch_dtype), fp32_head, temperature)
+        self.module = PolicyLogprobs(trained.to(self.topo.device, torch_dtype), settings.fp32_head,
+                                     settings.temperature)
         if zero3:
             deepspeed.zero.register_external_parameter(self.module, trained.get_output_embeddings().weight)
         self.ref_model = ref_model.to(self.topo.device, torch_dtype).eval() if ref_model is not None else None
-        optimizer, self.scheduler = build_optimizer(self.module, optim_cfg)
-        config = deepspeed_config(optim_cfg.grad_clip, zero_stage, self.topo.world_size, bf16)
+        optimizer, self.scheduler = build_optimizer(self.module, settings.optim)
+        config = deepspeed_config(settings.optim.grad_clip, settings.zero_stage, self.topo.world_size, bf16)
         self.engine, _, _, _ = deepspeed.initialize(model=self.module, optimizer=optimizer,
                                                     lr_scheduler=self.scheduler, config=config)
         self.engine.eval()
         self.closed = False
-
-    @classmethod
-    def from_config(cls, cfg: RunConfig, model: nn.Module, spec: LossSpec, ref_model: Optional[nn.Module] = None,
-                    max_width: int = 0) -> "DeepSpeedLearner":
-        """``engine.learner=deepspeed``: ZeRO stage ``engine.zero_stage``; batches keep their own width
-        (``max_width`` is the torch learner's)."""
-        return cls(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                   cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, ref_model=ref_model)
 
     # -- rank 0's calls, mirrored by the followers ---------------------------------------------------
     def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
@@ -299,7 +287,7 @@ class DeepSpeedLearner:
         # summed over ranks: loss, clip fraction, ratio mean, entropy, kl (token-share weighted)
         totals = torch.zeros(5, dtype=torch.float64, device=dev)
         for i, (mb, rows, share) in enumerate(zip(plan, pass_rows, shares)):
-            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss_spec,
+            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss,
                                     partial(self._trained, boundary=i == len(plan) - 1), proximal, reference,
                                     share, tokens_in_loss)
             # DeepSpeed averages gradients over ranks; a ballast pass only keeps the collectives in step

@@ -33,11 +33,10 @@ from typing import List, Tuple
 
 import torch
 
-from rlscale.config.schema import OptimConfig, RunConfig
 from rlscale.core.types import StepResult, TrainBatch
+from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
 from rlscale.engines.models.policy import head_logprobs, token_logprobs
-from rlscale.rl import LossSpec
 
 LENGTH_BLOCK = 32
 
@@ -97,31 +96,25 @@ def pad_columns(weights: torch.Tensor, batch: TrainBatch) -> torch.Tensor:
 
 
 class TorchLearner:
-    def __init__(self, model, optim_cfg: OptimConfig, loss_spec: LossSpec, fp32_head: bool, temperature: float,
-                 micro_batch: int = 0, ref_model=None, compiled: bool = False, max_width: int = 0):
+    """``engine.learner=torch`` (``LearnerSettings``; ``ref_model``: the frozen KL reference, or None)."""
+
+    def __init__(self, settings: LearnerSettings, model, ref_model=None):
         self.model = model
-        self.cfg = optim_cfg
-        self.loss_spec = loss_spec
-        self.fp32_head = fp32_head
-        self.temperature = temperature
-        self.micro_batch = micro_batch
+        self.optim = settings.optim
+        self.loss = settings.loss
+        self.fp32_head = settings.fp32_head
+        self.temperature = settings.temperature
+        self.micro_batch = settings.micro_batch
         self.ref_model = ref_model
-        self.compiled = compiled
-        self.max_width = max_width
-        self.logprobs = compile_logprobs(model, dynamic=not max_width) if compiled else token_logprobs
+        self.compiled = settings.compiled
+        self.max_width = settings.max_width
+        self.logprobs = compile_logprobs(model, dynamic=not self.max_width) if self.compiled else token_logprobs
         first = next(model.parameters())
         self.device = first.device
         trainable = [p for p in model.parameters() if p.requires_grad]
         self.master = MasterWeights(trainable) if first.dtype in (torch.bfloat16, torch.float16) else None
         params = self.master.master if self.master is not None else trainable
-        self.optimizer, self.scheduler = build_optimizer(model, optim_cfg, params, fused=self.device.type == "cuda")
-
-    @classmethod
-    def from_config(cls, cfg: RunConfig, model, spec: LossSpec, ref_model=None, max_width: int = 0) -> "TorchLearner":
-        """``engine.learner=torch``: compiled when ``engine.compile`` and the model is on CUDA."""
-        return cls(model, cfg.optim, spec, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                   micro_batch=cfg.batch.micro_batch, ref_model=ref_model,
-                   compiled=cfg.engine.compile and next(model.parameters()).is_cuda, max_width=max_width)
+        self.optimizer, self.scheduler = build_optimizer(model, self.optim, params, fused=self.device.type == "cuda")
 
     def _micro_batches(self, n: int) -> List[slice]:
         size = self.micro_batch if self.micro_batch > 0 else n
@@ -161,7 +154,7 @@ class TorchLearner:
         reference = partial(self._scored, self.ref_model) if self.ref_model is not None else None
         self.optimizer.zero_grad(set_to_none=True)
         for rows, share in zip(micro_batches, shares):
-            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss_spec, self._trained,
+            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss, self._trained,
                                     proximal, reference, share, tokens_in_loss)
             part.loss.backward()
             if self.master is not None:
@@ -169,7 +162,7 @@ class TorchLearner:
             kl_seen = kl_seen or part.has_kl
             stats += part.stats
         params = self.master.master if self.master is not None else self.optimizer.param_groups[0]["params"]
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.optim.grad_clip)
         if torch.isfinite(grad_norm) and tokens_in_loss > 0:
             self.optimizer.step()
             if self.master is not None:

@@ -13,9 +13,9 @@ from typing import Callable, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import OptimConfig
+from rlscale.config.schema import LossConfig, OptimConfig
 from rlscale.core.types import TrainBatch
-from rlscale.rl import LossInputs, LossSpec, policy_loss
+from rlscale.rl import LossInputs, policy_loss
 
 # input_ids -> per-token log-probs [N, L-1] (and entropies, for the trained pass)
 Scorer = Callable[[torch.Tensor], torch.Tensor]
@@ -46,7 +46,7 @@ class MicroLoss:
     has_kl: bool
 
 
-def micro_batch_loss(part: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor, spec: LossSpec,
+def micro_batch_loss(part: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor, spec: LossConfig,
                      trained: TrainedPass, proximal: Scorer, reference: Optional[Scorer], share: float,
                      tokens_in_loss: float) -> MicroLoss:
     """The loss of the rows ``part`` with their ``advantages`` [n] and global ``weights`` [n, L-1]:

@@ -38,6 +38,9 @@ def test_overrides_reach_the_typed_config():
     (["batch.prompts=many"], "batch.prompts"),                 # bad type
     (["batch.prompts=-1"], "batch.prompts"),                   # negative size
     (["loss=dapo", "loss.eps_low=1.5"], "loss.eps_low"),      # eps out of range
+    (["loss.name=ppo"], "field 'loss.name': 'ppo' is not one of"),
+    (["loss.tis_cap=0"], "field 'loss.tis_cap': must be > 0 or null"),
+    (["loss.kl_coef=-0.1"], "field 'loss.kl_coef': must be >= 0"),
     (["normalization=group", "batch.generations=1"], "batch.generations"),
     (["length.window=[10,5]"], "length.window"),
     (["curriculum.threshold=0"], "curriculum.threshold"),

@@ -18,7 +18,8 @@ from rlscale.config import ConfigError, compose_run_config
 from rlscale.config.compose import compose_raw
 from rlscale.config.registry import AXES, BY_FIELD, LOSS
 from rlscale.paths import CONF_DIR, PACKAGE_DIR
-from rlscale.rl import LossSpec, aggregation_weights, compute_advantages
+from rlscale.config.schema import LossConfig
+from rlscale.rl import LossInputs, aggregation_weights, compute_advantages, policy_loss
 from rlscale.tasks.answer_format import AnswerFormat
 
 GROUPED = [axis for axis in AXES if axis.group]
@@ -81,8 +82,8 @@ def test_a_label_has_no_code_and_a_table_covers_the_names():
 
 CHOSEN_ONLY = """
 import sys
-from rlscale.config import compose_run_config
-from rlscale.train.components import build_pool, build_task, pick_device, typed
+from rlscale.config import compose_run_config, typed
+from rlscale.train.components import build_pool, build_task, pick_device
 cfg = typed(compose_run_config(["task.train_size=20", "task.val_size=5"]))
 build_pool(cfg, len(build_task(cfg).train_problems()))
 pick_device("cpu")
@@ -105,7 +106,8 @@ def test_the_code_of_a_name_is_imported_only_when_it_is_chosen():
 
 def test_the_code_a_name_selects_checks_the_name():
     one = torch.ones(2, 3)
-    for call, field in ((lambda: LossSpec("ppo", 0.2, 0.2, 4.0), "loss.name"),
+    loss = LossInputs(logp=one, gen_logp=one, advantages=torch.ones(2), mask=one)
+    for call, field in ((lambda: policy_loss(loss, LossConfig("ppo")), "loss.name"),
                         (lambda: aggregation_weights(one, torch.tensor([0, 0]), "mean"), "aggregation.name"),
                         (lambda: compute_advantages(torch.ones(2), torch.tensor([0, 0]), "std"), "normalization.name"),
                         (lambda: AnswerFormat("boxed"), "task.answer_format")):

@@ -4,7 +4,6 @@ the field and the value, before any run folder is written. The examples of docs/
 interfaces they document."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -13,11 +12,11 @@ from typer.testing import CliRunner
 
 from plugin_package import PACKAGE, REPORTED_RATIO, documented_examples, forget, write_package, write_plugins
 from rlscale.cli import app
-from rlscale.config import ConfigError, compose_run_config
+from rlscale.config import ConfigError, compose_run_config, typed
 from rlscale.config.registry import LOSS, TASK
-from rlscale.config.schema import TaskConfig
-from rlscale.rl import LossInputs, LossSpec, policy_loss
-from rlscale.train.components import build_task, typed
+from rlscale.config.schema import LossConfig, TaskConfig
+from rlscale.rl import LossInputs, policy_loss
+from rlscale.train.components import build_task
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "extending.md"
 PLUGINS = ["loss.name=plugs.losses:reinforce", "task.name=plugs.tasks:Halving", "task.train_size=6",
@@ -44,7 +43,7 @@ def test_a_plugin_loss_and_task_pass_validation_and_are_built(plugs):
     task = build_task(cfg)
     assert task.name == "halving"
     assert [p.prompt for p in task.val_problems()] == ["half of 552 =", "half of 566 =", "half of 580 ="]
-    out = policy_loss(loss_inputs(), LossSpec(**asdict(cfg.loss)))
+    out = policy_loss(loss_inputs(), cfg.loss)
     assert out.per_token.tolist() == [[1.0, 2.0], [-0.5, 0.0]]  # -A log pi on the mask
     assert float(out.ratio_mean) == REPORTED_RATIO
 
@@ -66,8 +65,8 @@ def test_a_plugin_loss_and_task_pass_validation_and_are_built(plugs):
                                          "(rlscale.tasks.base:Task): it lacks is_correct, demonstration"),
     ("task.name=plugs.tasks:make_task", "field 'task.name': 'plugs.tasks:make_task' is not a Task "
                                         "(rlscale.tasks.base:Task): it is not a class"),
-    ("task.name=plugs.losses:LossSpec", "field 'task.name': 'plugs.losses:LossSpec' is not a Task "
-                                        "(rlscale.tasks.base:Task): it cannot be built from (cfg)"),
+    ("task.name=plugs.losses:PolicyTerm", "field 'task.name': 'plugs.losses:PolicyTerm' is not a Task "
+                                          "(rlscale.tasks.base:Task): it cannot be built from (cfg)"),
     ("loss.name=reinforce", "field 'loss.name': 'reinforce' is not one of cispo, dapo, grpo, gspo"),
     ("aggregation.name=plugs.losses:reinforce", "field 'aggregation.name': 'plugs.losses:reinforce' is not one of "
                                                 "prompt, sample, token"),
@@ -103,7 +102,7 @@ def test_the_documented_examples_provide_their_interfaces(tmp_path, monkeypatch)
         assert task.is_correct(problem, f" {problem.answer}") and not task.is_correct(problem, "1")
         assert task.demonstration(problem).answer == problem.answer
         assert len({p.prompt for p in task.train_problems() + task.val_problems()}) == 7
-        out = policy_loss(loss_inputs(), LossSpec("my_pkg.losses:reinforce", 0.2, 0.2, 4.0))
+        out = policy_loss(loss_inputs(), LossConfig("my_pkg.losses:reinforce", 0.2, 0.2, 4.0))
         assert out.per_token.tolist() == [[1.0, 2.0], [-0.5, 0.0]]
         assert (float(out.ratio_mean), float(out.clip_fraction)) == (1.0, 0.0)
     finally:

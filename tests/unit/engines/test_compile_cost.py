@@ -97,12 +97,11 @@ def test_the_compile_cache_lives_under_the_run_cache_dir(tmp_path, monkeypatch):
 def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     """The learner pads every batch to the run's longest prompt + completion (one compiled shape), and no
     sampled sequence is longer than that."""
-    from rlscale.config import compose_run_config
-    from rlscale.config.schema import OptimConfig
+    from rlscale.config import compose_run_config, typed
     from rlscale.engines.generators.torch_generator import TorchGenerator
+    from rlscale.engines.learners.build import LearnerSettings
     from rlscale.engines.learners.torch_learner import TorchLearner
-    from rlscale.rl import LossSpec
-    from rlscale.train.components import build_task, longest_sequence, typed
+    from rlscale.train.components import build_task, longest_sequence
 
     cfg = typed(compose_run_config(["task.train_size=40"]))
     task = build_task(cfg)
@@ -115,5 +114,5 @@ def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     assert longest == max(map(len, prompts)) + generator.max_new_tokens
     completions = generator.generate(prompts, torch.Generator().manual_seed(3))
     assert max(len(c.prompt_ids) + len(c.tokens) for c in completions) <= longest
-    learner = TorchLearner(model, OptimConfig(), LossSpec("cispo", 0.2, 0.28, 4.0), True, 1.0, max_width=longest)
+    learner = TorchLearner(LearnerSettings.of(cfg, max_width=longest), model)
     assert {learner.padded_width(w) for w in range(1, longest + 1)} == {length_bucket(longest)}

@@ -3,7 +3,7 @@ torch.compile.
 
 ``SelectedLogprobs`` must give log_softmax's values and gradients (hand-derived reference: autograd
 through ``torch.log_softmax``); ``token_logprobs`` passes no attention mask (right-padded rows: causal
-attention alone hides the padding), and ``TorchLearner(compiled=True)`` wraps it in ``torch.compile``
+attention alone hides the padding), and a ``TorchLearner`` with ``compiled`` wraps it in ``torch.compile``
 (the CUDA default, ``engine.compile``). Both must leave the numbers of real tokens unchanged: checked
 against HF's masked forward, and a compiled learner's updates against the eager learner's, on CPU
 (inductor's C++ backend), including a second batch of another width (the recompile with a dynamic
@@ -17,12 +17,12 @@ import pytest
 import torch
 from torch._dynamo.callback import callback_handler
 
-from rlscale.config.schema import ModelConfig, OptimConfig
+from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
 from rlscale.core.types import TrainBatch
+from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.torch_learner import TorchLearner, length_bucket
 from rlscale.engines.models.policy import SelectedLogprobs, token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
-from rlscale.rl import LossSpec
 from synthetic_batches import off_policy_batch
 
 VOCAB = 96
@@ -95,10 +95,9 @@ def test_compiled_learner_updates_like_the_eager_learner():
     model mid-run stalls a GPU run for a minute or more)."""
     eager_model = tiny_model()
     compiled_model = copy.deepcopy(eager_model)
-    spec = LossSpec(name="cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0)
-    optim = OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)
-    eager = TorchLearner(eager_model, optim, spec, True, 1.0, micro_batch=2)
-    compiled = TorchLearner(compiled_model, optim, spec, True, 1.0, micro_batch=2, compiled=True)
+    cfg = RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0), batch=BatchConfig(micro_batch=2))
+    eager = TorchLearner(LearnerSettings.of(cfg), eager_model)
+    compiled = TorchLearner(LearnerSettings.of(cfg, compiled=True), compiled_model)
     compilations: list = []
     callback_handler.register_start_callback(compilations.append)
     widths, counts = [], []
@@ -127,15 +126,15 @@ def test_compiled_learner_updates_like_the_eager_learner():
 def test_the_layers_of_a_compiled_learner_share_one_graph():
     """Compiled by regions, a deeper model compiles no more graphs than a shallow one: Dynamo traces one
     decoder layer for all of them (a warm second run of a 30-layer model traces one layer, not 30)."""
-    spec = LossSpec(name="cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0)
-    optim = OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)
+    settings = LearnerSettings.of(RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)),
+                                  compiled=True, max_width=32)
     counts = []
     for layers in (2, 6):
         torch._dynamo.reset()  # a fresh process's compile state
         torch.manual_seed(0)
         model = build_tiny_llama(ModelConfig(num_layers=layers), VOCAB).eval()
         eager = copy.deepcopy(model)
-        learner = TorchLearner(model, optim, spec, True, 1.0, compiled=True, max_width=32)
+        learner = TorchLearner(settings, model)
         batch = right_padded_batch(model, [9, 5, 12, 7], 2)
         compilations: list = []
         callback_handler.register_start_callback(compilations.append)

@@ -7,13 +7,13 @@ import copy
 
 import torch
 
-from rlscale.config.schema import LengthConfig, ModelConfig, OptimConfig
+from rlscale.config.schema import BatchConfig, LengthConfig, ModelConfig, OptimConfig, RunConfig
 from rlscale.core.types import TrainBatch
+from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.torch_learner import TorchLearner
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.policy import token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
-from rlscale.rl import LossSpec
 
 
 def bf16_policy() -> torch.nn.Module:
@@ -37,8 +37,7 @@ def on_policy_batch(model, rows: int = 4, length: int = 12) -> tuple[TrainBatch,
 
 def learner(model, lr: float, micro_batch: int = 0) -> TorchLearner:
     cfg = OptimConfig(lr=lr, warmup_steps=1, weight_decay=0.0)
-    spec = LossSpec(name="cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0)
-    return TorchLearner(model, cfg, spec, True, 1.0, micro_batch)
+    return TorchLearner(LearnerSettings.of(RunConfig(optim=cfg, batch=BatchConfig(micro_batch=micro_batch))), model)
 
 
 def test_updates_below_bf16_resolution_accumulate_in_the_fp32_masters():

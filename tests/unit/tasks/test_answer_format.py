@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from rlscale.config.compose import ConfigError, compose_run_config
+from rlscale.config.compose import ConfigError, compose_run_config, typed
 from rlscale.core.types import Completion
 from rlscale.engines.models.thinking import resolve_think, template_thinks
 from rlscale.tasks.answer_format import TAGGED_INSTRUCTION
-from rlscale.train.components import build_task, typed
+from rlscale.train.components import build_task
 from rlscale.train.rollouts import score_completion
 
 SUMS = ["task=chain_sum", "task.prompt_style=question", "task.train_size=40", "task.val_size=10",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rlscale.config.compose import compose_run_config
+from rlscale.config.compose import compose_run_config, typed
 from rlscale.paths import CONFIG_PATH_ENV
 from rlscale.tasks.reasoning_gym import DEFAULT_KWARGS, generator_kwargs
-from rlscale.train.components import build_task, typed
+from rlscale.train.components import build_task
 
 SMALL = ["task.prompt_style=question", "task.answer_format=math_verify", "task.train_size=30", "task.val_size=10"]
 

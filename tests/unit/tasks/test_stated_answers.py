@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from rlscale.config.compose import compose_run_config
+from rlscale.config.compose import compose_run_config, typed
 from rlscale.config.registry import ANSWER_FORMAT
 from rlscale.tasks.math import math_verify_correct
 from rlscale.tasks.stated import stated_answer, stated_value
-from rlscale.train.components import build_task, typed
+from rlscale.train.components import build_task
 
 # (answer text, reference, the value it states or None): what the rule reads.
 STATED = [

@@ -9,7 +9,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from rlscale.config import ConfigError, compose_run_config, extras
+from rlscale.config import ConfigError, compose_run_config, extras, typed
 from rlscale.results.metrics import MetricsLog, read_metrics
 from rlscale.tracking import TrackerMissing, open_tracker
 from rlscale.tracking.progress import ProgressLines
@@ -24,7 +24,7 @@ RECORDS = [{"step": 0, "kind": "eval", "val_reward": 0.25, "flops": 0.0},
 def test_tensorboard_mirrors_every_metrics_line(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    cfg = compose_run_config(["logger=tensorboard"])
+    cfg = typed(compose_run_config(["logger=tensorboard"]))
     tracker = open_tracker(cfg, tmp_path)
     log = MetricsLog(tmp_path / "metrics.jsonl", [tracker])
     for record in RECORDS:
@@ -38,7 +38,7 @@ def test_tensorboard_mirrors_every_metrics_line(tmp_path):
 
 
 def test_no_logger_by_default_and_a_missing_package_is_one_line(tmp_path, monkeypatch):
-    assert open_tracker(compose_run_config([]), tmp_path) is None
+    assert open_tracker(typed(compose_run_config([])), tmp_path) is None
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if not installed
     with pytest.raises(ConfigError, match=r"field 'logger.name': mlflow needs mlflow, not installed here "
                                           r"\(pip install 'rlscale\[tracking\]'\)$"):
@@ -49,7 +49,7 @@ def test_no_logger_by_default_and_a_missing_package_is_one_line(tmp_path, monkey
 
 def test_a_tracker_that_fails_to_import_in_the_run_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(extras, "installed", lambda module: True)  # found when composed, gone in the run
-    cfg = compose_run_config(["logger=mlflow"])
+    cfg = typed(compose_run_config(["logger=mlflow"]))
     monkeypatch.setitem(sys.modules, "mlflow", None)
     with pytest.raises(TrackerMissing, match=r"^logger=mlflow: the mlflow package is not installed \(pip install"):
         open_tracker(cfg, tmp_path)
@@ -77,7 +77,7 @@ def test_plain_progress_lines_are_periodic_and_end_at_the_last_step():
 
 
 def test_tracker_ids_are_one_per_run_folder_and_stable_across_resumes(tmp_path):
-    cfg = compose_run_config([])  # sweep "default", variant "run": what every plain rlscale run is called
+    cfg = typed(compose_run_config([]))  # sweep "default", variant "run": what every plain rlscale run is called
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
     second.mkdir()

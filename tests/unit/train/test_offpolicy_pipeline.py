@@ -11,7 +11,7 @@ from typing import List
 import pytest
 import torch
 
-from rlscale.config import compose_run_config
+from rlscale.config import compose_run_config, typed
 from rlscale.config.schema import ModelConfig, RunConfig
 from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.engines.models.char_tokenizer import CharTokenizer
@@ -66,8 +66,9 @@ def test_update_lands_mid_sequence_in_a_generator_process(tmp_path, device):
 
 def test_generators_run_at_most_k_batches_ahead_of_a_slow_trainer(tmp_path):
     k = 2
-    cfg = compose_run_config(["offpolicy=pipeline", f"offpolicy.max_lag={k}", "batch.prompts=2", "batch.generations=2",
-                              "engine.threads=1", "offpolicy.update_every_tokens=0", f"out={tmp_path}"])  # immediate
+    cfg = typed(compose_run_config(["offpolicy=pipeline", f"offpolicy.max_lag={k}", "batch.prompts=2",
+                                    "batch.generations=2", "engine.threads=1", "offpolicy.update_every_tokens=0",
+                                    f"out={tmp_path}"]))  # immediate
     comps = build_components(cfg, tmp_path)
     lags: List[int] = []
     try:

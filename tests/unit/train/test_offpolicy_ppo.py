@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from rlscale.config import compose_run_config
+from rlscale.config import compose_run_config, typed
 from rlscale.train.components import build_components
 from rlscale.train.offpolicy.kept_policy import KeptPolicy
 
@@ -25,8 +25,8 @@ def uniform_logp(completions, vocab: int) -> bool:
 
 
 def test_a_block_samples_every_batch_from_its_first_version(tmp_path):
-    cfg = compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=2", "batch.prompts=3",
-                              "batch.generations=2", "engine.threads=1", f"out={tmp_path}"])
+    cfg = typed(compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=2", "batch.prompts=3",
+                                    "batch.generations=2", "engine.threads=1", f"out={tmp_path}"]))
     c = build_components(cfg, tmp_path)
     vocab = c.tok.vocab_size
     first = c.source.next_batch(0)
@@ -46,8 +46,8 @@ def test_a_block_samples_every_batch_from_its_first_version(tmp_path):
 
 
 def test_kept_weights_resume_mid_block(tmp_path):
-    cfg = compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=3", "batch.prompts=2",
-                              "batch.generations=2", "engine.threads=1", f"out={tmp_path}"])
+    cfg = typed(compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=3", "batch.prompts=2",
+                                    "batch.generations=2", "engine.threads=1", f"out={tmp_path}"]))
     c = build_components(cfg, tmp_path)
     c.source.next_batch(0)
     state = c.source.state_dict()
@@ -61,8 +61,8 @@ def test_kept_weights_resume_mid_block(tmp_path):
 
 
 def test_on_policy_keeps_no_copy_and_an_earlier_checkpoint_is_refused(tmp_path):
-    cfg = compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=1", "engine.threads=1",
-                              f"out={tmp_path}"])
+    cfg = typed(compose_run_config(["offpolicy=ppo", "offpolicy.batches_per_version=1", "engine.threads=1",
+                                    f"out={tmp_path}"]))
     c = build_components(cfg, tmp_path)
     assert c.source.kept is None and c.source.state_dict()["kept"] is None
     with pytest.raises(ValueError, match="earlier rlscale"):

@@ -1,0 +1,44 @@
+"""The learner's own config and the configured learner (``engine.learner``): the plain torch learner or
+DeepSpeed ZeRO, with the run's optimizer (Section 2), policy loss (Section 3.2), LM-head precision (Section
+3.2) and sampling temperature (the learner's log-probs must be those the generator sampled from)."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from rlscale.config.registry import LEARNER
+from rlscale.config.schema import LossConfig, OptimConfig, RunConfig
+from rlscale.core.protocols import Learner
+
+
+@dataclass(frozen=True)
+class LearnerSettings:
+    """``backend``: ``engine.learner``; ``optim``: the optimizer section; ``loss``: the loss section;
+    ``fp32_head``: ``precision.lm_head_fp32``; ``temperature``: ``generation.temperature``; ``micro_batch``:
+    ``batch.micro_batch`` (sequences per forward/backward, per rank under DeepSpeed; 0 = all);
+    ``zero_stage``: ``engine.zero_stage`` and ``dtype``: ``model.dtype`` (DeepSpeed); ``compiled``: the torch
+    learner compiles its log-prob pass (``engine.compile`` on CUDA); ``max_width``: the width every compiled
+    batch is padded to (the run's longest sequence; 0 = none, ``rlscale.engines.learners.torch_learner``)."""
+
+    backend: str
+    optim: OptimConfig
+    loss: LossConfig
+    fp32_head: bool
+    temperature: float
+    micro_batch: int
+    zero_stage: int
+    dtype: str
+    compiled: bool = False
+    max_width: int = 0
+
+    @classmethod
+    def of(cls, cfg: RunConfig, compiled: bool = False, max_width: int = 0) -> "LearnerSettings":
+        return cls(cfg.engine.learner, cfg.optim, cfg.loss, cfg.precision.lm_head_fp32, cfg.generation.temperature,
+                   cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, compiled, max_width)
+
+
+def build_learner(settings: LearnerSettings, model) -> Learner:
+    """The learner of ``settings.backend`` (``rlscale.config.registry.LEARNER``), its module imported now, with a
+    frozen copy of the policy as the KL reference when ``loss.kl_coef`` > 0."""
+    ref_model = copy.deepcopy(model).eval() if settings.loss.kl_coef > 0 else None
+    return LEARNER.load(settings.backend)(settings, model, ref_model)
