@@ -10,7 +10,7 @@ from rich.console import Console
 
 from rlscale.cli.console import output_console
 from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
-from rlscale.sweep.progress import collect, refs_under
+from rlscale.sweep.status import collect, refs_under
 from rlscale.results.lock import FolderLock
 from rlscale.results.names import printable, shown
 from rlscale.sweep.detach import streams_detached
