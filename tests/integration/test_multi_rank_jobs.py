@@ -189,3 +189,38 @@ def test_rank_0_killed_then_the_sweep_rerun_resumes_to_the_same_result(one_proce
     starts = [r["step"] for r in records if r["kind"] == "train" and "startup_s" in r]
     assert starts == [1, 4]  # the rerun started from the checkpoint of step 3
     assert_same_training(one_process, run_dir)
+
+
+SLURM = ["launcher=slurm", "launcher.mem_gb=4", "launcher.timeout_min=30"]
+
+
+@pytest.mark.slurm
+def test_a_two_rank_slurm_job_trains_like_one_process(slurm_cluster, one_process, tmp_path):
+    """A submitit job array whose task is a 2-task job, then the generated sbatch script (srun, one trainer
+    per task) of another run directory."""
+    start = time.monotonic()
+    spec = write_spec(tmp_path, "array", 2)
+    done = sweep(tmp_path, spec, *SLURM)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = run_dir_of(tmp_path, "array")
+    assert status(run_dir)["state"] == "done"
+    job = json.loads((tmp_path / "results/array/sweep.json").read_text())["jobs"][run_dir.name]
+    steps = subprocess.run(["sacct", "-n", "-P", "-j", job, "-o", "JobName,NTasks"], capture_output=True,
+                           text=True, timeout=60, check=True).stdout
+    assert "python|2" in steps.splitlines() or any(line.endswith("|2") for line in steps.splitlines()), steps
+    assert_same_training(one_process, run_dir)
+    print(f"two-rank submitit SLURM job: {time.monotonic() - start:.0f} s")
+
+    start = time.monotonic()
+    plain = sweep(tmp_path, write_spec(tmp_path, "plain", 2), *SLURM, "--dry-run")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    script = tmp_path / "slurm/plain/tasks_per_node-2.sbatch"
+    assert "#SBATCH --ntasks-per-node=2" in script.read_text().splitlines()
+    submitted = subprocess.run(["sbatch", "--wait", str(script)], capture_output=True, text=True, timeout=900)
+    run_dir = run_dir_of(tmp_path, "plain")
+    log = "".join(p.read_text() for p in run_dir.glob("slurm-*.out"))
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr + log[-3000:]
+    assert status(run_dir)["state"] == "done"
+    assert log.count(f"rlscale: run {run_dir} ended done") == 2  # both tasks ran the trainer to the end
+    assert_same_training(one_process, run_dir)
+    print(f"two-rank sbatch script: {time.monotonic() - start:.0f} s")
