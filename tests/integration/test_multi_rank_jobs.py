@@ -3,7 +3,9 @@
 
 - local executor: the 2-task job's train metrics and final weights equal a one-process DeepSpeed run's;
 - real SLURM (localhost): the same through a submitit job array of 2-task jobs, and through the generated
-  sbatch script (``srun`` starts one trainer per task);
+  sbatch script (``srun`` starts one trainer per task); a job signalled before its time limit is requeued,
+  both tasks start again and the run resumes to the same result (SLURM holds a requeued job a while: about
+  3.5 minutes here);
 - a follower rank killed mid-run fails the run with one line in status.json and the job ends at once;
 - rank 0 killed mid-run ends the job too; the sweep rerun restarts both ranks, which resume from rank 0's
   checkpoint and end equal to the uninterrupted run.
@@ -224,3 +226,27 @@ def test_a_two_rank_slurm_job_trains_like_one_process(slurm_cluster, one_process
     assert log.count(f"rlscale: run {run_dir} ended done") == 2  # both tasks ran the trainer to the end
     assert_same_training(one_process, run_dir)
     print(f"two-rank sbatch script: {time.monotonic() - start:.0f} s")
+
+
+@pytest.mark.slurm
+def test_a_signalled_two_rank_slurm_job_is_requeued_and_resumes_every_rank(slurm_cluster, one_process, tmp_path):
+    """The signal SLURM sends before a time limit: submitit checkpoints on rank 0 and requeues the job, whose
+    two tasks both start again; the run resumes from rank 0's checkpoint and ends as the uninterrupted run."""
+    spec = write_spec(tmp_path, "requeued", 2)
+    started = sweep(tmp_path, spec, *SLURM, "--detach")
+    assert started.returncode == 0, started.stdout + started.stderr
+    run_dir = run_dir_of(tmp_path, "requeued")
+    job = json.loads((tmp_path / "results/requeued/sweep.json").read_text())["jobs"][run_dir.name]
+    wait_for(lambda: 4 in train_steps(run_dir), "step 4 (past the checkpoint of step 3)", timeout=600, poll_s=0.05)
+    subprocess.run(["scancel", "--signal=USR2", job], check=True, timeout=60)
+
+    def history() -> List[str]:
+        return subprocess.run(["sacct", "-n", "-X", "-D", "-j", job, "-o", "State"], capture_output=True, text=True,
+                              timeout=60, check=True).stdout.split()
+
+    wait_for(lambda: history()[-1:] in (["COMPLETED"], ["FAILED"]), "the job to end", timeout=900, poll_s=2)
+    assert "REQUEUED" in history() and history()[-1] == "COMPLETED", history()
+    assert status(run_dir)["state"] == "done", status(run_dir)
+    starts = [r["step"] for r in lines(run_dir) if r["kind"] == "train" and "startup_s" in r]
+    assert len(starts) == 2 and starts[0] == 1 and (starts[1] - 1) % 3 == 0, starts  # resumed at a checkpoint
+    assert_same_training(one_process, run_dir)
