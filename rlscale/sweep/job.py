@@ -48,7 +48,8 @@ CHANNEL_TIMEOUT = timedelta(minutes=10)  # for every task to join the channel, a
 @dataclass
 class RunJob(submitit.helpers.Checkpointable):
     """Train ``run_dirs`` one after the other with ``threads`` CPU threads. A run that crashes is marked
-    failed and the job goes on with the next; the job raises at the end if any run failed."""
+    failed and the job goes on with the next (a multi-task job ends there instead); the job raises at the end
+    if any run failed."""
 
     run_dirs: Tuple[Path, ...]
     threads: int = 1
