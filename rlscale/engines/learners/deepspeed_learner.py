@@ -245,7 +245,6 @@ class DeepSpeedLearner:
     def close(self) -> None:
         """Release the followers (rank 0; called once the run is over, however it ended)."""
         if self.topo.leader and not self.closed:
-            self.closed = True
             try:
                 self._announce(Command.STOP, None)
             except RuntimeError as err:  # a follower is gone (the run already fails for it): none to release
