@@ -262,6 +262,12 @@ class LauncherConfig:
     account: Optional[str] = knob(None, "slurm: account")
     qos: Optional[str] = knob(None, "slurm: quality of service")
     gpus_per_node: int = knob(0, "slurm: GPUs per job")
+    nodes: int = knob(1, "nodes of one run's job (more than 1: launcher=slurm); the run's trainer ranks are "
+                      "``nodes`` x ``tasks_per_node``, data parallel over DeepSpeed ZeRO")
+    tasks_per_node: int = knob(1, "trainer ranks per node of one run's job (more than one rank in all: "
+                               "engine.learner=deepspeed; on CUDA at most ``gpus_per_node``, each rank on the GPU of "
+                               "its local rank); rank 0 generates, evaluates and writes the run folder, the other "
+                               "ranks share each update")
     cpus_per_task: int = knob(1, "slurm: CPUs per job")
     mem_gb: float = knob(4.0, "slurm: memory per job in GB")
     timeout_min: int = knob(60, "slurm: time limit of a job in minutes")

@@ -22,7 +22,7 @@ POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer
             "task.train_size", "task.val_size", "curriculum.window", "optim.lr", "model.hidden_size",
             "model.num_layers", "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size", "loss.cispo_cap",
             "launcher.cpus_per_task", "launcher.mem_gb", "launcher.timeout_min", "launcher.signal_delay_s",
-            "launcher.array_parallelism")
+            "launcher.array_parallelism", "launcher.nodes", "launcher.tasks_per_node")
 NON_NEGATIVE = ("batch.micro_batch", "offpolicy.max_lag", "offpolicy.batches_per_version",
                 "offpolicy.update_every_tokens", "optim.weight_decay", "optim.warmup_steps", "loss.eps_low",
                 "loss.kl_coef", "filtering.max_rounds", "engine.threads", "curriculum.pool_size",
@@ -96,10 +96,32 @@ def validate(cfg: DictConfig) -> List[str]:
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")
+    problems += job_shape_problems(cfg)
     problems += missing_packages(cfg)
     b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]
     if len(cfg.optim.betas) != 2 or not (0 <= b1 < 1 and 0 <= b2 < 1):
         problems.append(f"field 'optim.betas': must be two values in [0, 1), got {list(cfg.optim.betas)}")
+    return problems
+
+
+def job_shape_problems(cfg: DictConfig) -> List[str]:
+    """A run over several trainer ranks (``launcher.nodes`` x ``launcher.tasks_per_node``) needs the DeepSpeed
+    learner, several nodes need SLURM, and on CUDA each rank of a node needs a GPU of its own."""
+    launcher = cfg.launcher
+    if launcher.nodes < 1 or launcher.tasks_per_node < 1:
+        return []  # said by the POSITIVE check
+    ranks = launcher.nodes * launcher.tasks_per_node
+    problems = []
+    if ranks > 1 and cfg.engine.learner != "deepspeed":
+        field_name = "launcher.tasks_per_node" if launcher.tasks_per_node > 1 else "launcher.nodes"
+        problems.append(f"field '{field_name}': {ranks} trainer ranks need engine.learner=deepspeed "
+                        f"(got engine.learner={cfg.engine.learner})")
+    if launcher.nodes > 1 and launcher.name != "slurm":
+        problems.append(f"field 'launcher.nodes': {launcher.nodes} nodes need launcher=slurm "
+                        f"(launcher={launcher.name} runs on this machine alone)")
+    if cfg.engine.device == "cuda" and launcher.tasks_per_node > max(1, launcher.gpus_per_node):
+        problems.append(f"field 'launcher.tasks_per_node': {launcher.tasks_per_node} ranks per node with "
+                        f"engine.device=cuda need as many GPUs, got launcher.gpus_per_node={launcher.gpus_per_node}")
     return problems
 
 

@@ -6,7 +6,9 @@
   with ``cores // lanes`` threads. Job id = the local controller's process id.
 - ``slurm``: one SLURM job array per distinct launcher config (usually one per sweep), one array task per
   run, ``launcher.array_parallelism`` at a time, with the options of ``rlscale.sweep.sbatch``.
-Both jobs run ``RunJob``, which is checkpointable: a job signalled before its limit is requeued.
+Both jobs run ``RunJob``, which is checkpointable: a job signalled before its limit is requeued. A run over
+several trainer ranks is a job of ``launcher.nodes`` x ``launcher.tasks_per_node`` tasks (``RunJob`` runs in
+each; a SLURM step is ended whole when one of its tasks exits with an error, ``--kill-on-bad-exit``).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from omegaconf import OmegaConf
 from rlscale.sweep.job import RunJob
 from rlscale.sweep.lanes import Lane, deal_lanes, machine_gpus, usable_cores
 from rlscale.sweep.resolve import ResolvedRun
-from rlscale.sweep.sbatch import sbatch_options, setup_commands
+from rlscale.sweep.sbatch import job_tasks, sbatch_options, setup_commands
 from rlscale.sweep.spec import SpecError
 
 SUBMITIT_DIR = ".submitit"
@@ -51,6 +53,10 @@ def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
 
 def local_lanes(runs: Sequence[ResolvedRun]) -> List[Lane]:
     """The lanes of ``runs`` on this machine; ``SpecError`` naming the field when they cannot be dealt."""
+    shapes = sorted({int(r.cfg.launcher.tasks_per_node) for r in runs})
+    if len(shapes) > 1:
+        raise SpecError(f"field 'launcher.tasks_per_node': launcher=local deals one job shape per sweep, got "
+                        f"{' and '.join(map(str, shapes))}; set it for the whole sweep")
     try:
         return deal_lanes(len(runs), runs[0].cfg.launcher, machine_gpus(), usable_cores())
     except ValueError as err:
@@ -80,7 +86,9 @@ def _submit_slurm(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str
         launcher = members[0].cfg.launcher
         options = sbatch_options(launcher)
         named = {k: options.pop(k) for k in ("time", "cpus_per_task", "mem", "partition", "account", "qos",
-                                              "gpus_per_node") if k in options}
+                                              "gpus_per_node", "nodes", "ntasks_per_node") if k in options}
+        if job_tasks(launcher) > 1:
+            named["srun_args"] = ["--kill-on-bad-exit=1"]
         executor = submitit.SlurmExecutor(folder=folder)
         executor.update_parameters(job_name=f"rlscale-{members[0].cfg.sweep}", stderr_to_stdout=True,
                                    array_parallelism=int(launcher.array_parallelism),

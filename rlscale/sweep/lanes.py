@@ -5,7 +5,9 @@ On a machine with GPUs a lane holds ``launcher.gpus_per_node`` of them (at least
 a trainer and a generator GPU) and sees only its own: its GPU indices go to submitit's LocalExecutor as
 ``visible_gpus``, which sets the job's ``CUDA_VISIBLE_DEVICES``. Lanes are then counted by GPUs. Without GPUs
 lanes are counted by usable cores. ``launcher.max_parallel`` caps either count; each lane gets an equal share
-of the cores as torch threads.
+of the cores as torch threads. A lane of a run over several trainer ranks (``launcher.tasks_per_node``) is one
+job of that many tasks: on GPUs it holds at least one GPU per rank, on CPU one core per rank (each rank gets
+its share of the lane's threads).
 
 The GPUs dealt are those of ``CUDA_VISIBLE_DEVICES`` when it is set, else those the NVIDIA driver lists
 (``rlscale.gpus``; ``RLSCALE_GPUS=N`` overrides: GPUs 0..N-1, e.g. to see the dealing on a machine without
@@ -40,30 +42,36 @@ def machine_gpus() -> Tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Lane:
-    """The runs (indices into the sweep's run list) one local job trains in turn, its GPUs and threads."""
+    """The runs (indices into the sweep's run list) one local job trains in turn, its GPUs, its tasks (the
+    trainer ranks of each run) and each task's threads."""
 
     runs: Tuple[int, ...]
     gpus: Tuple[int, ...]
     threads: int
+    tasks: int = 1
 
     def executor_parameters(self) -> dict:
-        """submitit LocalExecutor parameters: the job sees exactly ``gpus`` (none: ``CUDA_VISIBLE_DEVICES=''``)."""
-        return {"gpus_per_node": len(self.gpus), "visible_gpus": self.gpus}
+        """submitit LocalExecutor parameters: the job sees exactly ``gpus`` (none: ``CUDA_VISIBLE_DEVICES=''``)
+        and runs ``tasks`` processes."""
+        return {"gpus_per_node": len(self.gpus), "visible_gpus": self.gpus, "tasks_per_node": self.tasks}
 
 
 def deal_lanes(n_runs: int, launcher: LauncherConfig, gpus: Tuple[int, ...], cores: int) -> List[Lane]:
-    """Runs dealt round-robin into lanes: one per ``launcher.gpus_per_node`` GPUs when there are GPUs, else one
-    per core; at most ``launcher.max_parallel`` and at most one per run."""
-    per_lane = max(1, launcher.gpus_per_node)
+    """Runs dealt round-robin into lanes: one per ``launcher.gpus_per_node`` GPUs (at least
+    ``launcher.tasks_per_node``) when there are GPUs, else one per ``launcher.tasks_per_node`` cores; at most
+    ``launcher.max_parallel`` and at most one per run."""
+    tasks = launcher.tasks_per_node
+    per_lane = max(1, launcher.gpus_per_node, tasks)
     if gpus:
         if per_lane > len(gpus):
-            raise ValueError(f"launcher.gpus_per_node={launcher.gpus_per_node}: this machine shows {len(gpus)} "
+            field_name = "gpus_per_node" if per_lane == launcher.gpus_per_node else "tasks_per_node"
+            raise ValueError(f"launcher.{field_name}={getattr(launcher, field_name)}: this machine shows {len(gpus)} "
                              f"GPU(s) ({', '.join(map(str, gpus))})")
         capacity = len(gpus) // per_lane
     else:
-        capacity = cores
+        capacity = max(1, cores // tasks)
     limit = launcher.max_parallel or capacity
     lanes = max(1, min(n_runs, min(limit, capacity) if gpus else limit))
     return [Lane(runs=tuple(range(n_runs))[i::lanes], gpus=gpus[i * per_lane:(i + 1) * per_lane] if gpus else (),
-                 threads=max(1, cores // lanes))
+                 threads=max(1, cores // (lanes * tasks)), tasks=tasks)
             for i in range(lanes)]

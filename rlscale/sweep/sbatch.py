@@ -30,11 +30,19 @@ OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 OptionValue = Union[str, int, bool]
 
 
+def job_tasks(launcher: DictConfig) -> int:
+    """The tasks of one run's job: its trainer ranks, ``launcher.nodes`` x ``launcher.tasks_per_node``."""
+    return int(launcher.nodes) * int(launcher.tasks_per_node)
+
+
 def sbatch_options(launcher: DictConfig) -> Dict[str, OptionValue]:
     """sbatch options (underscore names, as submitit takes them) of a ``launcher`` config: partition,
-    account, qos, GPUs, CPUs, memory, time limit, then ``extra_sbatch`` (which may override them)."""
+    account, qos, the job's shape (nodes, tasks per node), GPUs, CPUs (per task), memory (per node), time limit,
+    then ``extra_sbatch`` (which may override them)."""
     options: Dict[str, OptionValue] = {
         "time": int(launcher.timeout_min),  # minutes; submitit also reads it as the job's time limit
+        "nodes": int(launcher.nodes),
+        "ntasks_per_node": int(launcher.tasks_per_node),
         "cpus_per_task": int(launcher.cpus_per_task),
         "mem": f"{math.ceil(float(launcher.mem_gb) * 1024)}M",
     }
@@ -93,7 +101,8 @@ def render_sbatch(run: ResolvedRun, sweep: str) -> str:
     options: List[Tuple[str, OptionValue]] = [(k.replace("_", "-"), v) for k, v in sbatch_options(launcher).items()]
     return template.render(sweep=sweep, job_name=f"rlscale-{sweep}-{run.run.name}", log=f"{run_dir}/slurm-%j.out",
                            signal_delay_s=int(launcher.signal_delay_s), options=options,
-                           setup=setup_commands(launcher), python=sys.executable, run_dir=run_dir)
+                           setup=setup_commands(launcher), python=sys.executable, run_dir=run_dir,
+                           srun=job_tasks(launcher) > 1)
 
 
 def script_path(sweep: str, run_name: str, root: Path) -> Path:

@@ -1,6 +1,8 @@
 """``python -m rlscale.train RUN_DIR``: train (or resume) the run whose resolved config is
 ``RUN_DIR/config.yaml``; what the generated sbatch scripts run (the submitit jobs call the same
-``train_run_dir``). Exit status 0 when the run ends done or diverged, 1 otherwise."""
+``train_run_dir``). Under ``srun`` with several tasks each task is one trainer rank (rlscale.train.ranks):
+rank 0 trains and writes the run folder, the others follow its learner calls. Exit status 0 when the run
+ends done or diverged, 1 otherwise."""
 from __future__ import annotations
 
 import sys
@@ -18,7 +20,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     from rlscale.results.errors import Refused
     from rlscale.train.entry import train_run_dir
+    from rlscale.train.ranks import export_job_ranks
 
+    export_job_ranks()
     try:
         state = train_run_dir(Path(args[0]))
     except Refused as err:

@@ -1,14 +1,18 @@
 """Compute accounting for the x axis of the scaling curve (Section 2: C in GPU-hours).
 
 The measured unit is named for what it measures. On CUDA, ``gpu_hours`` = wall seconds of the training
-work (generation + updates, evaluation excluded) x devices / 3600, less the seconds spent compiling and
-capturing graphs (``rlscale.engines.compile_cost``: a fixed cost of starting a process, logged apart as
-``compile_s``). On CPU, ``core_hours`` = CPU seconds of the process and its children (the PipelineRL
-generator processes included) / 3600; a CPU run carries no ``gpu_hours`` (CPU runs do not compile). Both
+work (generation + updates, evaluation excluded) x every GPU the job holds / 3600, less the seconds spent
+compiling and capturing graphs (``rlscale.engines.compile_cost``: a fixed cost of starting a process, logged
+apart as ``compile_s``). The GPUs the job holds are those rank 0 sees on its node times the job's nodes; a
+run over several trainer ranks (``launcher.nodes`` x ``launcher.tasks_per_node``, each rank on a GPU of its
+node) thus counts world size x wall at least, as the paper's C counts every GPU of a run (Sec. 2). On CPU,
+``core_hours`` = CPU seconds of rank 0's process and its children (the PipelineRL generator processes
+included) / 3600; a CPU run carries no ``gpu_hours`` (CPU runs do not compile). Both
 are measured and move with machine load. ``flops`` is analytic (it depends on the tokens alone, so the
 same seed gives the same value on any machine): 2 x params per processed token for generation (prefill +
 decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or KL reference).
-``samples`` and ``tokens`` (generated) are counts.
+``samples`` and ``tokens`` (generated) are counts. A run over several trainer ranks adds its job shape,
+``nodes`` and ``tasks_per_node``, to every line.
 """
 from __future__ import annotations
 
@@ -38,13 +42,34 @@ class ComputeTotals:
                 "tokens": self.tokens}
 
 
+@dataclass(frozen=True)
+class JobShape:
+    """The nodes and trainer ranks per node of the run's job, from torch's distributed environment
+    (``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``: exported by rlscale.train.ranks, or set by torchrun)."""
+
+    nodes: int = 1
+    tasks_per_node: int = 1
+
+    @classmethod
+    def of_environment(cls) -> "JobShape":
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        per_node = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
+        return cls(max(1, world // max(1, per_node)), max(1, per_node))
+
+    def as_metrics(self) -> dict:
+        """The metrics-line fields of a run over several ranks (none for a single process)."""
+        return {} if self.nodes * self.tasks_per_node == 1 else asdict(self)
+
+
 class ComputeMeter:
-    """Accumulates ComputeTotals; ``measure()`` brackets the work that counts as training compute."""
+    """Accumulates ComputeTotals; ``measure()`` brackets the work that counts as training compute.
+    ``num_devices`` is the GPUs this process sees; on CUDA every node of the job counts as many."""
 
     def __init__(self, params: int, device_type: str, num_devices: int = 1):
         self.params = params
         self.device_type = device_type
-        self.num_devices = num_devices
+        self.shape = JobShape.of_environment()
+        self.num_devices = num_devices * self.shape.nodes
         self.totals = ComputeTotals()
 
     def measure(self) -> "_Span":
@@ -59,7 +84,7 @@ class ComputeMeter:
         self.totals.flops += (6.0 + 2.0 * extra_forwards) * self.params * trained_tokens
 
     def as_metrics(self) -> dict:
-        return self.totals.as_metrics(self.device_type)
+        return {**self.totals.as_metrics(self.device_type), **self.shape.as_metrics()}
 
     def state_dict(self) -> dict:
         return asdict(self.totals)

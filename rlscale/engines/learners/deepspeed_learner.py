@@ -58,6 +58,9 @@ ZERO_STAGES = (2, 3)
 # Followers wait on rank 0 while it generates, evaluates and checkpoints; the wait is on a gloo group
 # (no GPU watchdog) with a timeout longer than any generation phase.
 FOLLOWER_TIMEOUT = timedelta(hours=24)
+# The rendezvous and ZeRO's collectives: a rank that never arrives or stops answering fails the others
+# within this bound (a rank whose process is gone fails them at once: gloo raises on the closed connection).
+COLLECTIVE_TIMEOUT = timedelta(minutes=10)
 
 
 class Command(str, Enum):
@@ -129,7 +132,7 @@ def _init_process_group(cuda: bool) -> Topology:
                            "(srun --ntasks-per-node 1 torchrun ...), which gives each rank its RANK")
     if not dist.is_initialized():
         if "MASTER_ADDR" in os.environ and "WORLD_SIZE" in os.environ:
-            dist.init_process_group(backend)
+            dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT)
         else:
             os.environ.setdefault("LOCAL_RANK", "0")  # what DeepSpeed's sanity check reads
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
@@ -230,7 +233,10 @@ class DeepSpeedLearner:
     def close(self) -> None:
         """Release the followers (rank 0; called once the run is over, however it ended)."""
         if self.topo.leader and not self.closed:
-            self._announce(Command.STOP, None)
+            try:
+                self._announce(Command.STOP, None)
+            except RuntimeError as err:  # a follower is gone (the run already fails for it): none to release
+                log.warning("followers not released: %s", " ".join(str(err).split())[:300])
         self.closed = True
 
     def follow(self) -> None:

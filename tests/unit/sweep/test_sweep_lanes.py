@@ -34,7 +34,19 @@ def test_without_gpus_lanes_are_counted_by_cores():
     lanes = deal_lanes(5, LauncherConfig(), gpus=(), cores=2)
     assert lanes == [Lane(runs=(0, 2, 4), gpus=(), threads=1), Lane(runs=(1, 3), gpus=(), threads=1)]
     assert len(deal_lanes(5, LauncherConfig(max_parallel=3), gpus=(), cores=2)) == 3
-    assert lanes[0].executor_parameters() == {"gpus_per_node": 0, "visible_gpus": ()}
+    assert lanes[0].executor_parameters() == {"gpus_per_node": 0, "visible_gpus": (), "tasks_per_node": 1}
+
+
+def test_a_lane_of_a_multi_rank_run_holds_a_gpu_or_a_core_per_rank():
+    on_cpu = deal_lanes(3, LauncherConfig(tasks_per_node=2), gpus=(), cores=4)
+    assert on_cpu == [Lane(runs=(0, 2), gpus=(), threads=1, tasks=2), Lane(runs=(1,), gpus=(), threads=1, tasks=2)]
+    assert deal_lanes(3, LauncherConfig(tasks_per_node=2), gpus=(), cores=2) == [
+        Lane(runs=(0, 1, 2), gpus=(), threads=1, tasks=2)]
+    on_gpus = deal_lanes(3, LauncherConfig(tasks_per_node=2), gpus=(0, 1, 2, 3), cores=8)  # gpus_per_node 0
+    assert [(lane.gpus, lane.tasks) for lane in on_gpus] == [((0, 1), 2), ((2, 3), 2)]
+    assert on_gpus[1].executor_parameters() == {"gpus_per_node": 2, "visible_gpus": (2, 3), "tasks_per_node": 2}
+    with pytest.raises(ValueError, match=r"^launcher.tasks_per_node=4: this machine shows 2 GPU\(s\) \(0, 1\)$"):
+        deal_lanes(1, LauncherConfig(tasks_per_node=4), gpus=(0, 1), cores=2)
 
 
 def test_too_few_gpus_for_a_lane_names_the_field():

@@ -23,6 +23,20 @@ def test_measured_compute_is_gpu_hours_on_cuda_and_core_hours_elsewhere():
     assert cuda.as_metrics() == {"gpu_hours": 2.0, "flops": 160.0, "samples": 2, "tokens": 5}
 
 
+def test_a_multi_rank_job_counts_every_gpu_and_says_its_shape(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "16")  # 2 nodes x 8 ranks, as rlscale.train.ranks or torchrun export them
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    meter = ComputeMeter(params=10, device_type="cuda", num_devices=8)  # the GPUs rank 0 sees on its node
+    assert meter.num_devices == 16
+    meter.totals.device_seconds = 3600.0
+    meter.add_generation(prompt_tokens=3, generated_tokens=5, samples=2)
+    assert meter.as_metrics() == {"gpu_hours": 1.0, "flops": 160.0, "samples": 2, "tokens": 5, "nodes": 2,
+                                  "tasks_per_node": 8}
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert "nodes" not in ComputeMeter(params=10, device_type="cpu").as_metrics()
+
+
 def test_pass_rate_se_hand_computed():
     # per-prompt pass rates 1, 0.5, 0, 0.5: mean 0.5, squared deviations 0.25 + 0 + 0.25 + 0 = 0.5,
     # sample variance 0.5 / 3, se = sqrt(0.5 / 3 / 4) = sqrt(1 / 24) = 0.2041241

@@ -1,0 +1,67 @@
+"""The job shape of a run (``launcher.nodes`` x ``launcher.tasks_per_node`` trainer ranks): refused by the
+command line in one line naming the field, before anything is written, when the learner, launcher or GPUs
+cannot carry it; the generated sbatch script of a multi-rank run asks SLURM for the shape and starts one
+trainer per task under srun."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from rlscale.cli import app
+
+DEEPSPEED = "engine.learner=deepspeed"
+REFUSED = {
+    "ranks_need_deepspeed": (["sweep", "conf=loo", "launcher.tasks_per_node=2", "--dry-run"],
+                             "field 'launcher.tasks_per_node': 2 trainer ranks need engine.learner=deepspeed"),
+    "nodes_need_slurm": (["sweep", "conf=loo", "launcher.nodes=2", DEEPSPEED, "--dry-run"],
+                         "field 'launcher.nodes': 2 nodes need launcher=slurm"),
+    "a_gpu_per_rank": (["run", "launcher.tasks_per_node=4", DEEPSPEED, "engine.device=cuda",
+                        "launcher.gpus_per_node=2", "out=run"],
+                       "field 'launcher.tasks_per_node': 4 ranks per node with engine.device=cuda need as many GPUs"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_shape_the_run_cannot_take_is_refused_in_one_line(case, tmp_path):
+    args, message = REFUSED[case]
+    done = subprocess.run([sys.executable, "-m", "rlscale.cli", *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "COLUMNS": "400"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], done.stderr
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_local_sweep_takes_one_job_shape(workdir):
+    spec = workdir / "mixed.yaml"
+    spec.write_text(yaml.safe_dump({"name": "mixed", "kind": "loo", "base": {"name": "scalerl"},
+                                    "overrides": [DEEPSPEED],
+                                    "variants": {"two_ranks": ["launcher.tasks_per_node=2"]}}))
+    result = CliRunner().invoke(app, ["sweep", f"conf={spec}", "--dry-run"])
+    assert result.exit_code == 2
+    assert ("field 'launcher.tasks_per_node': launcher=local deals one job shape per sweep, got 1 and 2"
+            in " ".join(result.output.split()))
+    assert not (workdir / "results").exists()
+
+
+def test_a_multi_rank_script_asks_for_the_shape_and_runs_a_trainer_per_task(workdir):
+    result = CliRunner().invoke(app, ["sweep", "conf=loo", "launcher=slurm", "launcher.nodes=2",
+                                      "launcher.tasks_per_node=8", "launcher.gpus_per_node=8", DEEPSPEED,
+                                      "--seeds", "1", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    lines = (workdir / "slurm/loo/scalerl.sbatch").read_text().splitlines()
+    run_dir = (workdir / "results/loo/scalerl").resolve()
+    assert "#SBATCH --nodes=2" in lines and "#SBATCH --ntasks-per-node=8" in lines
+    assert f"srun --kill-on-bad-exit=1 {sys.executable} -m rlscale.train {run_dir} &" in lines
+    single = CliRunner().invoke(app, ["sweep", "conf=loo", "launcher=slurm", "--seeds", "1", "--dry-run",
+                                      "--results", "one", "--sbatch-dir", "one_slurm"])
+    assert single.exit_code == 0, single.output
+    lines = (workdir / "one_slurm/loo/scalerl.sbatch").read_text().splitlines()
+    assert "#SBATCH --nodes=1" in lines and "#SBATCH --ntasks-per-node=1" in lines
+    assert not any("srun" in line for line in lines)
+    assert f"{sys.executable} -m rlscale.train {(workdir / 'one/loo/scalerl').resolve()} &" in lines
