@@ -114,13 +114,13 @@ class RunJob(submitit.helpers.Checkpointable):
 
     def _follow(self, channel: "JobChannel") -> Dict[str, str]:
         """Tasks > 0 of a multi-task job: follow every run task 0 trains, until it says the job is over."""
-        from rlscale.config import load_run_config
+        from rlscale.config import load_run_config, typed
         from rlscale.train.loop import train
 
         states: Dict[str, str] = {}
         while (run_dir := channel.receive()) is not None:
             _limit_threads(self.threads)
-            states[run_dir.name] = train(load_run_config(run_dir / "config.yaml"), run_dir)
+            states[run_dir.name] = train(typed(load_run_config(run_dir / "config.yaml")), run_dir)
         return states
 
     def checkpoint(self, *args, **kwargs) -> submitit.helpers.DelayedSubmission:
