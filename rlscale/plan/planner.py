@@ -12,7 +12,9 @@ Per sweep, at the budget C (in the fit's x unit):
   Brent's method;
 - **setting**: for a scaling sweep (variants that differ in ``batch.prompts``, ``batch.generations`` or the
   generation length), the values of the varying overrides in the top tier, i.e. the setting that
-  maximises the predicted reward at C;
+  maximises the predicted reward at C; the run-length keys a spec varies to keep the budget equal
+  (``trainer.max_steps``, ``trainer.eval_every``, ``trainer.checkpoint_every``) follow from the setting and
+  are left out;
 - **warning**: when C is more than EXTRAPOLATION_LIMIT times the largest compute the ranked runs reached
   (the paper reads its curves at 2x the fitted compute: LOO runs fitted to 8k and read at 16k GPU-hours,
   Section 5 fits at half the target budget), or below the smallest (every run is already past C: its
@@ -32,6 +34,7 @@ from rlscale.fit.schema import FitSettings, RunFit, axis_label
 
 PLAN_JSON = "plan.json"
 SCALE_KEYS = ("batch.prompts", "batch.generations", "generation.max_think_tokens", "generation.max_tokens")
+RUN_LENGTH_KEYS = ("trainer.max_steps", "trainer.eval_every", "trainer.checkpoint_every")
 GRID_POINTS = 512
 EXTRAPOLATION_LIMIT = 4.0
 
@@ -117,8 +120,8 @@ def _fitted_up_to(run: RunFit) -> float:
 def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settings: FitSettings,
           budget: float) -> SweepPlan:
     settings_of = variant_settings(record)
-    varying = sorted({k for s in settings_of.values() for k in s
-                      if len({str(other.get(k)) for other in settings_of.values()}) > 1})
+    varying = sorted({k for s in settings_of.values() for k in s if k not in RUN_LENGTH_KEYS
+                      and len({str(other.get(k)) for other in settings_of.values()}) > 1})
     scaling = varying if any(k in SCALE_KEYS for k in varying) else []
     groups = predicted_tiers(predictions, settings.margin, settings.ci_level)
     rows = [PlannedVariant(variant=p.variant, predicted=p.value, lo=p.lo, hi=p.hi, tier=tier, seeds=len(p.runs),

@@ -143,8 +143,10 @@ def test_plan_finds_the_batch_crossover_and_the_best_setting():
     specs = {"b768": TABLE1["scalerl"], "b512": TABLE1["batch_512"], "b2048": TABLE1["batch_2048"]}
     curves, sweep = sweep_curves(specs, 3, np.random.default_rng(3), LooNoise(a_jitter=0.0, point=0.001,
                                                                                  x_max=32000.0, every=400.0))
-    for v in sweep["variants"]:
-        v["overrides"] = [] if v["name"] == "b768" else [f"batch.prompts={v['name'][1:]}"]
+    for v in sweep["variants"]:  # the run-length keys a spec sets to keep the budget equal are not the setting
+        steps = 768 * 400 // int(v["name"][1:])
+        v["overrides"] = [f"trainer.max_steps={steps}", f"trainer.eval_every={steps // 40}"] + (
+            [] if v["name"] == "b768" else [f"batch.prompts={v['name'][1:]}"])
     settings = FitSettings(x="gpu_hours", n_boot=0)
     runs = [fit_curve(c, settings) for c in curves]
     (early,) = plan_sweeps(runs, {"sweep": sweep}, settings, 8000.0)
