@@ -101,7 +101,8 @@ class TrainBatch:
 @dataclass
 class StepResult:
     """One optimizer update: the batch loss, the gradient norm before clipping and the token-weighted
-    means of the loss's diagnostics (``kl`` only with a reference policy)."""
+    means of the loss's diagnostics (``kl`` only with a reference policy). ``follower_cpu_s``: the CPU seconds
+    the other trainer ranks of a DeepSpeed job spent on it (0 for one process)."""
 
     loss: float
     grad_norm: float
@@ -110,3 +111,4 @@ class StepResult:
     entropy: float
     kl: Optional[float]
     trained_tokens: int
+    follower_cpu_s: float = 0.0

@@ -7,8 +7,8 @@ apart as ``compile_s``). The GPUs the job holds are those rank 0 sees on its nod
 run over several trainer ranks (``launcher.nodes`` x ``launcher.tasks_per_node``, each rank on a GPU of its
 node) thus counts world size x wall at least, as the paper's C counts every GPU of a run (Sec. 2). On CPU,
 ``core_hours`` = CPU seconds of rank 0's process and its children (the PipelineRL generator processes
-included) / 3600; a CPU run carries no ``gpu_hours`` (CPU runs do not compile). Both
-are measured and move with machine load. ``flops`` is analytic (it depends on the tokens alone, so the
+included), plus those the other trainer ranks spent on each update, / 3600; a CPU run carries no
+``gpu_hours`` (CPU runs do not compile). Both are measured and move with machine load. ``flops`` is analytic (it depends on the tokens alone, so the
 same seed gives the same value on any machine): 2 x params per processed token for generation (prefill +
 decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or KL reference).
 ``samples`` and ``tokens`` (generated) are counts. A run over several trainer ranks adds its job shape,
@@ -80,8 +80,11 @@ class ComputeMeter:
         self.totals.samples += samples
         self.totals.tokens += generated_tokens
 
-    def add_training(self, trained_tokens: int, extra_forwards: int = 0) -> None:
+    def add_training(self, trained_tokens: int, extra_forwards: int = 0, follower_cpu_s: float = 0.0) -> None:
+        """An update's FLOPs; on CPU also the CPU seconds the other trainer ranks spent on it."""
         self.totals.flops += (6.0 + 2.0 * extra_forwards) * self.params * trained_tokens
+        if self.device_type != "cuda":
+            self.totals.device_seconds += follower_cpu_s
 
     def as_metrics(self) -> dict:
         return {**self.totals.as_metrics(self.device_type), **self.shape.as_metrics()}

@@ -182,7 +182,7 @@ class RunLoop:
             batch, advantages, weights, kept = prepare_batch(groups, c)
             result = c.learner.step(batch, advantages, weights)
             extra = int(self.cfg.loss.tis_cap is not None) + int(self.cfg.loss.kl_coef > 0)
-            c.meter.add_training(result.trained_tokens, extra_forwards=extra)
+            c.meter.add_training(result.trained_tokens, extra_forwards=extra, follower_cpu_s=result.follower_cpu_s)
         if not (math.isfinite(result.loss) and math.isfinite(result.grad_norm)):
             raise Diverged(f"non-finite {'loss' if not math.isfinite(result.loss) else 'gradient norm'} "
                            f"at step {self.step + 1}")

@@ -70,3 +70,6 @@ def test_two_rank_zero_updates_match_the_torch_learner(tmp_path):
         for key in ("weights_after_1", "weights_after_2"):
             assert _max_difference(reference[key], out[key]) < 1e-6, (stage, key)
         assert _max_difference(out["weights_after_2"], out["weights_resumed"]) == 0.0, stage
+        # the follower's CPU seconds on each update reach rank 0 (its core_hours count them on CPU)
+        assert all(r["follower_cpu_s"] > 0 for r in out["results"]), stage
+    assert all(r["follower_cpu_s"] == 0 for r in reference["results"])

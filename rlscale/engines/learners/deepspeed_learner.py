@@ -37,6 +37,7 @@ import copy
 import logging
 import math
 import os
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
@@ -273,6 +274,7 @@ class DeepSpeedLearner:
         return self.engine(input_ids, with_entropy=True)
 
     def _step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
+        cpu0 = time.process_time()
         tokens_in_loss = float(batch.mask.sum())
         trained_tokens = int(batch.attention_mask.sum())
         with_kl = self.ref_model is not None
@@ -290,8 +292,9 @@ class DeepSpeedLearner:
         pass_rows = [mb.rows.to(dev) for mb in plan]
         proximal = partial(self._scored, reference=False)
         reference = partial(self._scored, reference=True) if with_kl else None
-        # summed over ranks: loss, clip fraction, ratio mean, entropy, kl (token-share weighted)
-        totals = torch.zeros(5, dtype=torch.float64, device=dev)
+        # summed over ranks: loss, clip fraction, ratio mean, entropy, kl (token-share weighted), then the
+        # CPU seconds the followers spent on this update (rank 0's own are its compute meter's)
+        totals = torch.zeros(6, dtype=torch.float64, device=dev)
         for i, (mb, rows, share) in enumerate(zip(plan, pass_rows, shares)):
             part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss,
                                     partial(self._trained, boundary=i == len(plan) - 1), proximal, reference,
@@ -299,16 +302,18 @@ class DeepSpeedLearner:
             # DeepSpeed averages gradients over ranks; a ballast pass only keeps the collectives in step
             self.engine.backward(part.loss * (0.0 if mb.ballast else float(self.topo.world_size)))
             if not mb.ballast:
-                totals += part.stats
+                totals[:5] += part.stats
         self.engine.step()
         totals = totals.cpu()  # the command group is gloo
+        if not self.topo.leader:
+            totals[5] = time.process_time() - cpu0
         dist.all_reduce(totals, group=self.commands)
         self.engine.eval()
         self._publish()
-        loss, clip, ratio, entropy, kl = totals.tolist()
+        loss, clip, ratio, entropy, kl, follower_cpu = totals.tolist()
         return StepResult(loss=loss, grad_norm=float(self.engine.get_global_grad_norm()), clip_fraction=clip,
                           ratio_mean=ratio, entropy=entropy, kl=kl if with_kl else None,
-                          trained_tokens=trained_tokens)
+                          trained_tokens=trained_tokens, follower_cpu_s=follower_cpu)
 
     def _publish(self) -> None:
         """ZeRO-3: gather the updated weights, one parameter at a time, into rank 0's generator policy."""
