@@ -16,6 +16,10 @@ D=$E/smollm2-sums-loo
 fit $D && python -m rlscale.cli report --html $D
 for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
 python -m rlscale.cli report --html $D/fit-until-50
+D=$E/smollm2-sums-loo-long
+fit $D && python -m rlscale.cli report --html $D
+for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
+python -m rlscale.cli report --html $D/fit-until-50
 D=$E/smollm2-sums-scale
 fit $D && python -m rlscale.cli report --html $D
 for p in 25 50; do fit $D --fit-until $p% --out $D/fit-until-$p; done
