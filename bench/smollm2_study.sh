@@ -22,6 +22,7 @@
 # launcher=local GPU lanes) | direct (one process per run, CUDA_VISIBLE_DEVICES dealt round robin; for
 # machines whose lanes would serialise the runs), EXTRA (Hydra overrides added to every run, e.g. the tiny
 # stand-in of a rehearsal), LANE_GPUS (launcher.gpus_per_node, default 1), SWEEP (default loo_smollm2).
+# RUNS (LAUNCH=direct): a glob of the run folders to start (default: all).
 # launcher=local deals one lane per LANE_GPUS GPUs of CUDA_VISIBLE_DEVICES; a GPU listed twice there serves two
 # lanes (SmolLM2-135M leaves an H100 mostly idle: CUDA_VISIBLE_DEVICES=0,1,2,3,0,1,2,3,0 runs 9 runs at once).
 set -uo pipefail
@@ -60,7 +61,7 @@ launch() {  # launch RESULTS_DIR [overrides...]: start the sweep's runs, detache
   else
     rl sweep conf="$SWEEP" --results "$results" --dry-run cache_dir="$CACHE" "$@" $EXTRA || return 1
     local n; n=$(gpus); local i=0
-    for run in "$results/$SWEEP"/*/; do
+    for run in "$results/$SWEEP"/${RUNS:-*}/; do
       local dev=$(( n > 0 ? i % n : 0 ))
       CUDA_VISIBLE_DEVICES=$( [ "$n" -gt 0 ] && echo $dev ) setsid nohup "$PY" -m rlscale.train "$run" \
         >"${run%/}.log" 2>&1 </dev/null &
