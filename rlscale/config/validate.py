@@ -10,6 +10,7 @@ from omegaconf import DictConfig, ListConfig
 from rlscale.config.extras import missing_packages
 from rlscale.config.registry import AXES
 from rlscale.config.schema import OFFPOLICY_K, LossConfig
+from rlscale.gpus import generator_gpus
 from rlscale.results.names import name_problem
 
 RETIRED = {  # fields of older configs whose meaning was split: one line saying where each meaning lives now
@@ -106,7 +107,8 @@ def validate(cfg: DictConfig) -> List[str]:
 
 def job_shape_problems(cfg: DictConfig) -> List[str]:
     """A run over several trainer ranks (``launcher.nodes`` x ``launcher.tasks_per_node``) needs the DeepSpeed
-    learner, several nodes need SLURM, and on CUDA each rank of a node needs a GPU of its own."""
+    learner, several nodes need SLURM, and on CUDA each rank of a node needs a GPU of its own, and PipelineRL's
+    generators GPUs beyond those (``rlscale.gpus.generator_gpus``)."""
     launcher = cfg.launcher
     if launcher.nodes < 1 or launcher.tasks_per_node < 1:
         return []  # said by the POSITIVE check
@@ -122,6 +124,11 @@ def job_shape_problems(cfg: DictConfig) -> List[str]:
     if cfg.engine.device == "cuda" and launcher.tasks_per_node > max(1, launcher.gpus_per_node):
         problems.append(f"field 'launcher.tasks_per_node': {launcher.tasks_per_node} ranks per node with "
                         f"engine.device=cuda need as many GPUs, got launcher.gpus_per_node={launcher.gpus_per_node}")
+    elif cfg.engine.device == "cuda" and cfg.offpolicy.name == "pipeline" and launcher.tasks_per_node > 1:
+        try:  # PipelineRL's generators take the node's GPUs after the trainer ranks'
+            generator_gpus(launcher.tasks_per_node, launcher.gpus_per_node, cfg.offpolicy.num_generators)
+        except ValueError as err:
+            problems.append(str(err))
     return problems
 
 

@@ -22,6 +22,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 import submitit
 from omegaconf import OmegaConf
 
+from rlscale.gpus import generator_gpus
 from rlscale.sweep.job import RunJob
 from rlscale.sweep.lanes import Lane, deal_lanes, machine_gpus, usable_cores
 from rlscale.sweep.resolve import ResolvedRun
@@ -52,13 +53,18 @@ def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:
 
 
 def local_lanes(runs: Sequence[ResolvedRun]) -> List[Lane]:
-    """The lanes of ``runs`` on this machine; ``SpecError`` naming the field when they cannot be dealt."""
+    """The lanes of ``runs`` on this machine; ``SpecError`` naming the field when they cannot be dealt or leave
+    PipelineRL's generators no GPU beside the trainer ranks."""
     shapes = sorted({int(r.cfg.launcher.tasks_per_node) for r in runs})
     if len(shapes) > 1:
         raise SpecError(f"field 'launcher.tasks_per_node': launcher=local deals one job shape per sweep, got "
                         f"{' and '.join(map(str, shapes))}; set it for the whole sweep")
     try:
-        return deal_lanes(len(runs), runs[0].cfg.launcher, machine_gpus(), usable_cores())
+        lanes = deal_lanes(len(runs), runs[0].cfg.launcher, machine_gpus(), usable_cores())
+        for run in runs:  # on GPUs (engine.device=auto included) a lane's GPUs must leave some to the generators
+            if lanes[0].gpus and run.cfg.engine.device != "cpu" and run.cfg.offpolicy.name == "pipeline":
+                generator_gpus(lanes[0].tasks, len(lanes[0].gpus), run.cfg.offpolicy.num_generators)
+        return lanes
     except ValueError as err:
         raise SpecError(str(err)) from None
 

@@ -33,7 +33,9 @@ from rlscale.core.protocols import PolicyTokenizer
 from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.gpus import generator_gpus
 from rlscale.results.atomic import atomic_write
+from rlscale.train.compute import JobShape
 from rlscale.train.offpolicy.pipeline_weights import (POLL_S, NewestVersions, PolicyReplica, ScheduledVersions, SharedWeights,
                                             Weights)
 
@@ -183,14 +185,13 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
 
 
 def generator_devices(trainer_device: torch.device, n: int) -> List[str]:
-    """CPU: every generator on the CPU. CUDA: generators on the GPUs after the trainer's, round robin
-    (the paper's generator / trainer split); with a single GPU they share it with the trainer."""
+    """CPU: every generator on the CPU. CUDA: the node's trainer ranks (``LOCAL_WORLD_SIZE``) on the first GPUs
+    this process sees, the generators on the others, round robin (``rlscale.gpus.generator_gpus``); a single
+    trainer on a single GPU shares it with them."""
     if trainer_device.type != "cuda":
         return ["cpu"] * n
-    count = torch.cuda.device_count()
-    trainer_index = trainer_device.index or 0
-    others = [i for i in range(count) if i != trainer_index] or [trainer_index]
-    return [f"cuda:{others[r % len(others)]}" for r in range(n)]
+    trainers = JobShape.of_environment().tasks_per_node
+    return [f"cuda:{index}" for index in generator_gpus(trainers, torch.cuda.device_count(), n)]
 
 
 class GeneratorPool:

@@ -1,7 +1,8 @@
 """The job shape of a run (``launcher.nodes`` x ``launcher.tasks_per_node`` trainer ranks): refused by the
 command line in one line naming the field, before anything is written, when the learner, launcher or GPUs
-cannot carry it; the generated sbatch script of a multi-rank run asks SLURM for the shape and starts one
-trainer per task under srun."""
+cannot carry it; the split of a node's GPUs between the trainer ranks and PipelineRL's generators; the
+generated sbatch script of a multi-rank run asks SLURM for the shape and starts one trainer per task under
+srun."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rlscale.cli import app
+from rlscale.gpus import GPU_COUNT_ENV, generator_gpus
 
 DEEPSPEED = "engine.learner=deepspeed"
 REFUSED = {
@@ -23,6 +25,10 @@ REFUSED = {
     "a_gpu_per_rank": (["run", "launcher.tasks_per_node=4", DEEPSPEED, "engine.device=cuda",
                         "launcher.gpus_per_node=2", "out=run"],
                        "field 'launcher.tasks_per_node': 4 ranks per node with engine.device=cuda need as many GPUs"),
+    "a_gpu_for_the_generators": (["run", "launcher.tasks_per_node=2", DEEPSPEED, "engine.device=cuda",
+                                  "launcher.gpus_per_node=2", "offpolicy=pipeline", "out=run"],
+                                 "field 'launcher.gpus_per_node': PipelineRL with 2 trainer ranks per node needs GPUs "
+                                 "for its generators beyond the trainers' (3 at least), got 2"),
 }
 
 
@@ -35,6 +41,32 @@ def test_a_shape_the_run_cannot_take_is_refused_in_one_line(case, tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], done.stderr
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_trainer_ranks_take_the_first_gpus_and_generators_the_others_round_robin():
+    assert generator_gpus(trainer_ranks=2, visible=4, generators=2) == (2, 3)
+    assert generator_gpus(trainer_ranks=2, visible=4, generators=3) == (2, 3, 2)
+    assert generator_gpus(trainer_ranks=4, visible=8, generators=8) == (4, 5, 6, 7, 4, 5, 6, 7)
+    assert generator_gpus(trainer_ranks=1, visible=2, generators=2) == (1, 1)  # one trainer: the GPUs after its own
+    assert generator_gpus(trainer_ranks=1, visible=1, generators=2) == (0, 0)  # one GPU: shared with the trainer
+    with pytest.raises(ValueError, match=r"^field 'launcher.gpus_per_node': PipelineRL with 2 trainer ranks per node "
+                                         r"needs GPUs for its generators beyond the trainers' \(3 at least\), got 2$"):
+        generator_gpus(trainer_ranks=2, visible=2, generators=1)
+
+
+def test_a_local_lane_on_gpus_leaves_the_generators_a_gpu(workdir, monkeypatch):
+    """``engine.device=auto`` on a machine with GPUs (faked): the lane's GPUs are checked before anything is
+    written; on CPU the same shape is dealt."""
+    monkeypatch.setenv(GPU_COUNT_ENV, "4")  # a lane of 2 GPUs (one per rank) at launcher.gpus_per_node=0
+    args = ["sweep", "conf=loo", "launcher.tasks_per_node=2", "offpolicy=pipeline", DEEPSPEED, "--dry-run"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert ("field 'launcher.gpus_per_node': PipelineRL with 2 trainer ranks per node needs GPUs for its generators"
+            in " ".join(result.output.split()))
+    assert not (workdir / "results").exists()
+    assert CliRunner().invoke(app, [*args, "launcher.gpus_per_node=3"]).exit_code == 0
+    monkeypatch.setenv(GPU_COUNT_ENV, "0")
+    assert CliRunner().invoke(app, args).exit_code == 0
 
 
 def test_a_local_sweep_takes_one_job_shape(workdir):
