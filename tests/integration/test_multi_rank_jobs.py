@@ -1,7 +1,9 @@
 """A variant is a cluster job: a run over two trainer ranks (``launcher.tasks_per_node=2``,
 ``engine.learner=deepspeed``, gloo on CPU) launched by ``rlscale sweep`` trains like one process.
 
-- local executor: the 2-task job's train metrics and final weights equal a one-process DeepSpeed run's;
+- local executor: the 2-task job's train metrics and final weights equal a one-process DeepSpeed run's, with
+  PPO and with PipelineRL (rank 0's generator process takes rank 0's weights after every update; scheduled
+  in-flight updates make which version samples which token independent of timing);
 - real SLURM (localhost): the same through a submitit job array of 2-task jobs, and through the generated
   sbatch script (``srun`` starts one trainer per task); a job signalled before its time limit is requeued,
   both tasks start again and the run resumes to the same result (SLURM holds a requeued job a while: about
@@ -45,11 +47,15 @@ REL, WEIGHTS_ABS = 1e-5, 1e-6
 JOB_END_S = 60  # a job whose rank died ends within this
 
 
-def write_spec(folder: Path, name: str, ranks: int, extra: List[str] = ()) -> Path:
+PIPELINE = [o for o in OVERRIDES if not o.startswith("offpolicy=")] + ["offpolicy=pipeline",
+                                                                       "offpolicy.update_every_tokens=16"]
+
+
+def write_spec(folder: Path, name: str, ranks: int, extra: List[str] = (), overrides: List[str] = OVERRIDES) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": name, "kind": "grid", "base": {"name": f"tasks_per_node-{ranks}"},
                                     "axes": {"launcher.tasks_per_node": [ranks]}, "seeds": 1,
-                                    "overrides": OVERRIDES + list(extra)}, sort_keys=False))
+                                    "overrides": list(overrides) + list(extra)}, sort_keys=False))
     return path
 
 
@@ -150,6 +156,20 @@ def test_a_two_rank_local_job_trains_like_one_process(one_process, tmp_path):
     assert outcomes == [("success", {run_dir.name: "done"})] * 2  # task 1 followed the run to its end
     assert_same_training(one_process, run_dir)
     print(f"two-rank local sweep: {time.monotonic() - start:.0f} s")
+
+
+def test_a_two_rank_pipeline_job_trains_like_one_process(tmp_path):
+    """PipelineRL over two trainer ranks: rank 0 alone starts the generator and publishes its weights after each
+    update (ZeRO-2: rank 0 holds the whole updated policy); the run equals a one-process pipeline run."""
+    one = sweep(tmp_path, write_spec(tmp_path, "pipe1", 1, overrides=PIPELINE))
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = sweep(tmp_path, write_spec(tmp_path, "pipe2", 2, overrides=PIPELINE))
+    assert two.returncode == 0, two.stdout + two.stderr
+    reference, run_dir = run_dir_of(tmp_path, "pipe1"), run_dir_of(tmp_path, "pipe2")
+    assert status(run_dir)["state"] == "done"
+    trained = [r for r in lines(run_dir) if r["kind"] == "train"]
+    assert all(r["weight_sync_s"] > 0 for r in trained)  # a publication after every update
+    assert_same_training(reference, run_dir)
 
 
 def start_detached(folder: Path, name: str, extra: List[str] = ()) -> tuple:
