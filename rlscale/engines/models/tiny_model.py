@@ -91,6 +91,7 @@ def supervised_warmup(model: LlamaForCausalLM, seqs: List[Tuple[List[int], int]]
         opt.step()
         sched.step()
         losses.append(loss.item())
+    model.zero_grad(set_to_none=True)  # the policy starts without a gradient, as when loaded from the cache
     model.eval()
     return losses
 
