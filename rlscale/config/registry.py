@@ -93,6 +93,8 @@ TASK = Axis("task.name", {
                             "rlscale.tasks.reasoning_gym:ReasoningGymTask"),
     "math": Option("math problems from local jsonl/parquet files, scored with Math-Verify (Sec. 2)",
                    "rlscale.tasks.math:MathTask"),
+    "code": Option("small Python functions, scored by running the answer on hidden tests in a sandbox",
+                   "rlscale.tasks.code:CodeTask"),
 }, group="task", presets=True, plugin=PlugIn("rlscale.tasks.base:Task", built_from=("cfg",), doc="a `Task` class of "
                                               "your own, built from this task config ([extending.md](extending.md))"))
 ANSWER_FORMAT = Axis("task.answer_format", {  # read by rlscale.tasks.answer_format.AnswerFormat
