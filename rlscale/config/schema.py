@@ -55,7 +55,8 @@ class TaskConfig:
     """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2)."""
 
     name: str = knob("reasoning_gym", "``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: "
-                     "local jsonl/parquet problems scored with Math-Verify", "Sec. 2")
+                     "local jsonl/parquet problems scored with Math-Verify; ``code``: small Python functions run "
+                     "on hidden tests in a sandbox", "Sec. 2")
     dataset: str = knob("chain_sum", "reasoning_gym: the task's name, any task reasoning-gym registers (``chain_sum``, "
                         "``basic_arithmetic``, ``gsm_symbolic``, ``products``, ...)")
     dataset_kwargs: dict = knob({}, "reasoning_gym: arguments of the task's generator, over its defaults (chain_sum's "
