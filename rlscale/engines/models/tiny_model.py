@@ -8,6 +8,8 @@ some of the time (R0 low but not zero), and RL has a verifiable signal to sharpe
 """
 from __future__ import annotations
 
+import re
+
 import fcntl
 import hashlib
 import inspect
@@ -44,8 +46,14 @@ def build_tiny_llama(cfg: ModelConfig, vocab_size: int) -> LlamaForCausalLM:
 
 def perturbed(demo: Demonstration, offset: int) -> Demonstration:
     """The same (correct) trace with a final answer shifted by ``offset``: the base model has learned to
-    compute but answers carelessly, which RL can fix from the verifier's signal alone."""
-    return Demonstration(think=demo.think, answer=str(int(demo.answer) + offset))
+    compute but answers carelessly, which RL can fix from the verifier's signal alone. An answer that is not an
+    integer (a code answer) has its last integer literal shifted instead; one without any is left as it is."""
+    literals = list(re.finditer(r"-?\d+", demo.answer))
+    if not literals:
+        return demo
+    last = literals[-1]
+    answer = demo.answer[:last.start()] + str(int(last.group()) + offset) + demo.answer[last.end():]
+    return Demonstration(think=demo.think, answer=answer)
 
 
 def warmup_sequences(task: Task, tok: CharTokenizer, cfg: ModelConfig, gen: torch.Generator
