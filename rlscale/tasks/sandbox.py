@@ -15,8 +15,8 @@ cannot raise them without privileges):
   root, so a sandbox run by root relies on the audit hook below for this;
 - ``RLIMIT_CORE`` 0: no core files.
 
-What the parent enforces: a wall-clock timeout after which the child's whole process group (its own session,
-``start_new_session``) is killed, and a cap on the bytes of stdout and stderr read (beyond it the group is
+What the parent enforces: a wall-clock timeout after which the child's whole process group (the child leads a
+new one, ``start_new_session``) is killed, and a cap on the bytes of stdout and stderr read (beyond it the group is
 killed too).
 
 What an audit hook in the child enforces (``sys.addaudithook``, installed before the source runs and impossible
