@@ -33,6 +33,7 @@ trainers also push their weights to separate generators, Section 3.1).
 """
 from __future__ import annotations
 
+import atexit
 import copy
 import logging
 import math
@@ -134,6 +135,7 @@ def _init_process_group(cuda: bool) -> Topology:
     if not dist.is_initialized():
         if "MASTER_ADDR" in os.environ and "WORLD_SIZE" in os.environ:
             dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT)
+            atexit.register(_destroy_process_group)
         else:
             os.environ.setdefault("LOCAL_RANK", "0")  # what DeepSpeed's sanity check reads
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
@@ -142,6 +144,15 @@ def _init_process_group(cuda: bool) -> Topology:
         torch.cuda.set_device(local_rank)
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     return Topology(dist.get_rank(), dist.get_world_size(), device)
+
+
+def _destroy_process_group() -> None:
+    """At exit of a rank of a launch: destroy the process groups while Python still runs. Left to the
+    interpreter's teardown, gloo's worker threads are destroyed in no set order and a rank can abort
+    ("terminate called without an active exception") after its run ended well, which fails its SLURM step.
+    The groups live for the whole process, since a job's ranks can train several runs in turn."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _to_cpu(obj: Any) -> Any:
@@ -238,6 +249,8 @@ class DeepSpeedLearner:
                 self._announce(Command.STOP, None)
             except RuntimeError as err:  # a follower is gone (the run already fails for it): none to release
                 log.warning("followers not released: %s", " ".join(str(err).split())[:300])
+            else:
+                self._part()
         self.closed = True
 
     def follow(self) -> None:
@@ -248,6 +261,7 @@ class DeepSpeedLearner:
             command, payload = Command(message[0]), message[1]
             if command is Command.STOP:
                 self.closed = True
+                self._part()
                 return
             if command is Command.STEP:
                 self._step(*payload)
@@ -257,6 +271,12 @@ class DeepSpeedLearner:
                 self._load(payload, None)
 
     # -- what every rank does --------------------------------------------------------------------------
+    def _part(self) -> None:
+        """Once STOP is delivered, every rank waits for the others: no rank goes on to exit (and tear its
+        connections down) while a peer still reads from it."""
+        if self.topo.world_size > 1:
+            dist.barrier(group=self.commands)
+
     def _announce(self, command: Command, payload: Any) -> None:
         if self.topo.world_size > 1:
             dist.broadcast_object_list([command.value, payload], src=0, group=self.commands)
