@@ -18,7 +18,7 @@ What each axis's factories are called with:
 - offpolicy: ``(cfg: RunConfig, sampler, model, run_dir) -> RolloutSource``;
 - model: ``(cfg: RunConfig, task) -> (model, tokenizer)``, the tokenizer's ``think`` saying whether the model
   knows a thinking turn;
-- task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class;
+- task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class (``mixture`` builds its parts so);
 - engine.generator: ``(settings: GeneratorSettings, model, tok, device) -> Generator``;
 - engine.learner: ``(settings: LearnerSettings, model, ref_model) -> Learner``;
 - engine.device: ``() -> torch.device``;
@@ -95,6 +95,8 @@ TASK = Axis("task.name", {
                    "rlscale.tasks.math:MathTask"),
     "code": Option("small Python functions, scored by running the answer on hidden tests in a sandbox",
                    "rlscale.tasks.code:CodeTask"),
+    "mixture": Option("several tasks trained together, `mixture.parts`, each scored by its own task and answer "
+                      "format (`rlscale.tasks.mixture`)"),
 }, group="task", presets=True, plugin=PlugIn("rlscale.tasks.base:Task", built_from=("cfg",), doc="a `Task` class of "
                                               "your own, built from this task config ([extending.md](extending.md))"))
 ANSWER_FORMAT = Axis("task.answer_format", {  # read by rlscale.tasks.answer_format.AnswerFormat

@@ -79,6 +79,26 @@ class TaskConfig:
 
 
 @dataclass
+class MixturePart:
+    """One task of a mixture: its name (the suffix of its metrics, ``val_reward/<name>``), its share of the
+    training prompts and its own task config."""
+
+    name: str = knob("part", "the part's name, in its metrics: ``reward/<name>``, ``val_reward/<name>``")
+    weight: float = knob(1.0, "its share of the RL pool's prompts, relative to the other parts' weights")
+    task: TaskConfig = field(default_factory=TaskConfig)
+
+
+@dataclass
+class MixtureConfig:
+    """Several tasks trained together in one run (``task.name=mixture``): the RL pool interleaves their
+    training prompts by weight, each answer is scored by its own task and answer format, and the eval holds
+    every part's held-out prompts, logged pooled (``val_reward``) and per part (``val_reward/<name>``)."""
+
+    parts: List[MixturePart] = knob([], "the mixed tasks (``task.name=mixture`` needs at least two); see "
+                                    "conf/task/math_code.yaml")
+
+
+@dataclass
 class LossConfig:
     """Policy loss; rho = pi_train / pi_generator_old per token (GSPO: per sequence)."""
 
@@ -297,6 +317,7 @@ class RunConfig:
 
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
+    mixture: MixtureConfig = field(default_factory=MixtureConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     aggregation: AggregationConfig = field(default_factory=AggregationConfig)
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)

@@ -8,7 +8,7 @@ from typing import Iterator, List, Optional, Tuple
 from omegaconf import DictConfig, ListConfig
 
 from rlscale.config.extras import missing_packages
-from rlscale.config.registry import AXES
+from rlscale.config.registry import ANSWER_FORMAT, AXES, TASK
 from rlscale.config.schema import OFFPOLICY_K, LossConfig
 from rlscale.gpus import generator_gpus
 from rlscale.results.names import name_problem
@@ -97,11 +97,40 @@ def validate(cfg: DictConfig) -> List[str]:
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")
+    problems += mixture_problems(cfg)
     problems += job_shape_problems(cfg)
     problems += missing_packages(cfg)
     b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]
     if len(cfg.optim.betas) != 2 or not (0 <= b1 < 1 and 0 <= b2 < 1):
         problems.append(f"field 'optim.betas': must be two values in [0, 1), got {list(cfg.optim.betas)}")
+    return problems
+
+
+def mixture_problems(cfg: DictConfig) -> List[str]:
+    """``task.name=mixture`` takes at least two ``mixture.parts``, and parts are read only then; each part has a
+    name of its own (a metric suffix), a positive weight and a task that is not itself a mixture."""
+    parts = cfg.mixture.parts
+    if cfg.task.name != "mixture":
+        return [f"field 'mixture.parts': {len(parts)} parts, but task.name={cfg.task.name}; use task.name=mixture "
+                "(task=math_code mixes math and code)"] if parts else []
+    problems = [] if len(parts) >= 2 else [f"field 'mixture.parts': task.name=mixture needs at least two parts, "
+                                           f"got {len(parts)}"]
+    seen = set()
+    for i, part in enumerate(parts):
+        where = f"mixture.parts[{i}]"
+        if (problem := name_problem(part.name)) is not None:
+            problems.append(f"field '{where}.name': {problem}")
+        elif part.name in seen:
+            problems.append(f"field '{where}.name': {part.name!r} names an earlier part too")
+        seen.add(part.name)
+        if not (math.isfinite(part.weight) and part.weight > 0):
+            problems.append(f"field '{where}.weight': must be > 0, got {part.weight}")
+        if part.task.name == "mixture":
+            problems.append(f"field '{where}.task.name': a part cannot be a mixture")
+        for axis in (TASK, ANSWER_FORMAT):
+            value = part.task[axis.field.split(".")[-1]]
+            if value != "mixture" and (problem := axis.problem(value)) is not None:
+                problems.append(problem.replace("field '", f"field '{where}.", 1))
     return problems
 
 

@@ -71,11 +71,12 @@ class FormattedTask:
     def val_problems(self) -> List[Problem]:
         return self._val
 
-    def extract(self, answer_text: str) -> Optional[str]:
+    def extract(self, problem: Problem, answer_text: str) -> Optional[str]:
+        """The part of ``answer_text`` (an answer to ``problem``) that is checked; None when there is none."""
         return self.format.extract(answer_text)
 
     def is_correct(self, problem: Problem, answer_text: str) -> bool:
-        answer = self.extract(answer_text)
+        answer = self.extract(problem, answer_text)
         if not answer:
             return False
         if self.format.name == "math_verify":

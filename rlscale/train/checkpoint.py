@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import RunConfig
+from rlscale.config.schema import MixtureConfig, RunConfig
 from rlscale.results.atomic import atomic_write
 from rlscale.results.errors import Refused
 
@@ -37,6 +37,9 @@ SEAL_TAIL = 8 + len(SEAL_MAGIC)  # the seal record's length (8 bytes, big-endian
 # folder resumes), the seed (compared on its own, to say so), the planned steps (a run can be extended), and
 # where and how it is launched and tracked (they change no weight).
 RESUMABLE = ("out", "cache_dir", "seed", "trainer.max_steps", "launcher", "logger")
+# Sections left out of the hash while they are empty (their default): a run whose config does not use them
+# keeps the hash it had before they existed, so its checkpoints still resume.
+OPTIONAL_SECTIONS = {"mixture": asdict(MixtureConfig())}
 _CHUNK = 1 << 20
 _KEPT = "metrics.jsonl kept; restore the file or start over with --force"
 
@@ -66,6 +69,9 @@ class RunIdentity:
         for key in RESUMABLE:
             parent, _, leaf = key.rpartition(".")
             (fields[parent] if parent else fields).pop(leaf, None)
+        for section, default in OPTIONAL_SECTIONS.items():
+            if fields[section] == default:
+                del fields[section]
         text = json.dumps(fields, sort_keys=True, default=str)
         return cls(config=hashlib.sha256(text.encode()).hexdigest(), seed=cfg.seed, run=Path(run_dir).name)
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from rlscale.config.registry import CURRICULUM, DEVICE, MODEL, OFFPOLICY, TASK
-from rlscale.config.schema import RunConfig
+from rlscale.config.schema import RunConfig, TaskConfig
 from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
@@ -24,6 +24,7 @@ from rlscale.gpus import driver_gpu_count
 from rlscale.rl import NoPositiveResamplingPool
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
+from rlscale.tasks.mixture import MixtureTask, Part
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.rollouts import RolloutSampler, RolloutSource
 
@@ -32,7 +33,7 @@ from rlscale.train.rollouts import RolloutSampler, RolloutSource
 class Components:
     cfg: RunConfig
     device: torch.device
-    task: FormattedTask
+    task: FormattedTask | MixtureTask
     tok: PolicyTokenizer
     model: Any
     generator: Generator
@@ -85,10 +86,17 @@ def prepare_process(cfg: RunConfig) -> torch.device:
     return device
 
 
-def build_task(cfg: RunConfig) -> FormattedTask:
-    """The task ``task.name`` builds (its module imported now; a plug-in's included), its prompts and
-    verification in ``task.answer_format``."""
-    return FormattedTask(TASK.load(cfg.task.name)(cfg.task), AnswerFormat(cfg.task.answer_format))
+def build_task(cfg: RunConfig) -> FormattedTask | MixtureTask:
+    """The task ``task.name`` builds, or for ``task.name=mixture`` the mixture of ``mixture.parts``."""
+    if cfg.task.name == "mixture":
+        return MixtureTask([Part(p.name, p.weight, formatted_task(p.task)) for p in cfg.mixture.parts])
+    return formatted_task(cfg.task)
+
+
+def formatted_task(task_cfg: TaskConfig) -> FormattedTask:
+    """The task ``task_cfg.name`` builds (its module imported now; a plug-in's included), its prompts and
+    verification in ``task_cfg.answer_format``."""
+    return FormattedTask(TASK.load(task_cfg.name)(task_cfg), AnswerFormat(task_cfg.answer_format))
 
 
 def build_policy(cfg: RunConfig, task: Task, device: torch.device):

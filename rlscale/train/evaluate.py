@@ -12,12 +12,15 @@ appears twice in the split is one cluster) and sd the sample standard deviation 
 spread of difficulty across the held-out prompts and the sampling noise of each p_i, i.e. how far the
 reward on a fresh draw of n prompts would move (the paper's 1,000 prompts x 16 samples); more samples of
 the same prompts cannot shrink it below the spread of difficulty. ``val_prompts`` is n, the number of
-distinct prompts, in which rlscale.fit.noise states how many more would resolve a comparison."""
+distinct prompts, in which rlscale.fit.noise states how many more would resolve a comparison.
+
+A mixture's eval (``rlscale.tasks.mixture``) pools every part's held-out prompts in ``val_reward`` and gives
+each part's own figures as ``val_reward/<part>`` (and ``val_reward_se/<part>``, ...), from the same samples."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 import torch
 
@@ -25,6 +28,7 @@ from rlscale.core.protocols import Generator, PolicyTokenizer
 from rlscale.core.types import Completion
 from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Problem
+from rlscale.tasks.mixture import part_of
 from rlscale.train.rollouts import score_completion
 
 CHUNK_SEQUENCES = 512
@@ -39,6 +43,23 @@ class EvalResult:
     val_prompts: int
     truncation_rate: float
     samples: List[dict] = field(default_factory=list)
+    parts: Dict[str, "EvalResult"] = field(default_factory=dict)  # a mixture's parts, each over its own prompts
+
+    def metrics(self) -> Dict[str, float]:
+        """The eval line's fields: pooled, then ``<field>/<part>`` for each part of a mixture."""
+        own = {"val_reward": self.val_reward, "val_reward_se": self.val_reward_se, "val_samples": self.val_samples,
+               "val_prompts": self.val_prompts, "val_truncation_rate": self.truncation_rate}
+        for name, part in self.parts.items():
+            own.update({f"{key}/{name}": value for key, value in part.metrics().items()})
+        return own
+
+
+def summarized(prompts: Sequence[str], correct: Sequence[bool], truncated: Sequence[bool]) -> EvalResult:
+    """Pass rate, its standard error over distinct prompts, and the truncation rate of these samples."""
+    n = max(1, len(correct))
+    per_prompt = distinct_pass_rates(prompts, correct)
+    return EvalResult(val_reward=sum(correct) / n, val_reward_se=pass_rate_se(per_prompt), val_samples=len(correct),
+                      val_prompts=len(per_prompt), truncation_rate=sum(truncated) / n)
 
 
 def pass_rate_se(per_prompt: Sequence[float]) -> float:
@@ -55,7 +76,7 @@ def sample_record(task: FormattedTask, problem: Problem, completion: Completion,
     the extracted answer (None when there is none), the reference, the verdict and its +1/-1 reward."""
     return {"step": step, "policy_version": max(completion.versions, default=step), "problem": problem.index,
             "prompt": problem.prompt, "completion": completion.text, "thinks": completion.thinks,
-            "answer": None if completion.truncated else task.extract(completion.answer),
+            "answer": None if completion.truncated else task.extract(problem, completion.answer),
             "reference": problem.answer, "correct": correct, "reward": 1.0 if correct else -1.0,
             "tokens": len(completion.tokens), "truncated": completion.truncated,
             "interrupted": completion.interrupted}
@@ -66,21 +87,24 @@ def evaluate(task: FormattedTask, tok: PolicyTokenizer, generator: Generator, pr
     rng = torch.Generator().manual_seed(EVAL_SEED_BASE + 1_000_003 * seed)
     flat = [p for p in problems for _ in range(samples)]
     correct: List[bool] = []
-    truncated = 0
+    truncated: List[bool] = []
     records = []
     for start in range(0, len(flat), CHUNK_SEQUENCES):
         chunk = flat[start:start + CHUNK_SEQUENCES]
         completions = generator.generate([tok.encode_prompt(p.prompt) for p in chunk], rng, version=step)
         verdicts = [score_completion(task, p, c) for p, c in zip(chunk, completions)]
         correct += verdicts
-        truncated += sum(c.truncated for c in completions)
+        truncated += [c.truncated for c in completions]
         for i, (p, c, ok) in enumerate(zip(chunk, completions, verdicts), start):
             if i % samples == 0 and i // samples < logged:  # the first sample of each of the first prompts
                 records.append(sample_record(task, p, c, ok, step))
-    n = max(1, len(flat))
-    per_prompt = distinct_pass_rates([p.prompt for p in flat], correct)
-    return EvalResult(val_reward=sum(correct) / n, val_reward_se=pass_rate_se(per_prompt), val_samples=len(flat),
-                      val_prompts=len(per_prompt), truncation_rate=truncated / n, samples=records)
+    result = summarized([p.prompt for p in flat], correct, truncated)
+    result.samples = records
+    for name in dict.fromkeys(part_of(p) for p in flat if part_of(p) is not None):
+        mine = [i for i, p in enumerate(flat) if part_of(p) == name]
+        result.parts[name] = summarized([flat[i].prompt for i in mine], [correct[i] for i in mine],
+                                        [truncated[i] for i in mine])
+    return result
 
 
 def distinct_pass_rates(prompts: Sequence[str], correct: Sequence[bool]) -> List[float]:

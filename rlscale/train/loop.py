@@ -28,6 +28,8 @@ from rlscale.results.metrics import MetricsLog, MetricsWriteError
 from rlscale.results.process import host
 from rlscale.results.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
+from rlscale.tasks.base import Problem
+from rlscale.tasks.mixture import part_of
 from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, RunIdentity, check_resumable,
@@ -105,6 +107,23 @@ def train_metrics(step: int, groups: List[ScoredGroup], result, comps: Component
     }
     if result.kl is not None:
         record["kl"] = result.kl
+    return {**record, **part_metrics(groups, comps.task.train_problems())}
+
+
+def part_metrics(groups: List[ScoredGroup], problems: List[Problem]) -> Dict[str, float]:
+    """A mixture's batch per part (``rlscale.tasks.mixture``): ``reward/<part>``, ``pass_rate/<part>`` and
+    ``samples/<part>``, over the part's samples of the batch; nothing for a single task."""
+    by_part: Dict[str, List[ScoredGroup]] = {}
+    for group in groups:
+        name = part_of(problems[group.prompt_index])
+        if name is not None:
+            by_part.setdefault(name, []).append(group)
+    record: Dict[str, float] = {}
+    for name, mine in sorted(by_part.items()):
+        rewards = [r for g in mine for r in g.rewards]
+        record.update({f"reward/{name}": sum(rewards) / len(rewards),
+                       f"pass_rate/{name}": sum(x for g in mine for x in g.correct) / len(rewards),
+                       f"samples/{name}": len(rewards)})
     return record
 
 
@@ -166,10 +185,7 @@ class RunLoop:
         samples = MetricsLog(self.samples_path)
         for record in result.samples:
             samples.append(record)
-        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(),
-                        "val_reward": result.val_reward, "val_reward_se": result.val_reward_se,
-                        "val_samples": result.val_samples, "val_prompts": result.val_prompts,
-                        "val_truncation_rate": result.truncation_rate})
+        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(), **result.metrics()})
 
     def update(self) -> dict:
         c = self.comps

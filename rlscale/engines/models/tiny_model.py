@@ -24,13 +24,14 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from rlscale.config.registry import TASK
-from rlscale.config.schema import ModelConfig, RunConfig, TaskConfig
+from rlscale.config.schema import MixturePart, ModelConfig, RunConfig, TaskConfig
 from rlscale.core import types as core_types
 from rlscale.core.types import THINK_CLOSE
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.results.atomic import atomic_write
 from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Demonstration, Task
+from rlscale.tasks.mixture import MixtureTask
 
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)
 
@@ -119,8 +120,11 @@ WARMUP_CODE: Tuple[object, ...] = (
 WARMUP_LIBRARIES = ("torch", "transformers", "reasoning-gym")
 
 
-def warmup_code(task_cfg: TaskConfig) -> Tuple[object, ...]:
-    """``WARMUP_CODE`` and the task class ``task_cfg.name`` builds (a plug-in's included)."""
+def warmup_code(task_cfg: TaskConfig, parts: Sequence[MixturePart] = ()) -> Tuple[object, ...]:
+    """``WARMUP_CODE`` and the task class ``task_cfg.name`` builds (a plug-in's included); for a mixture, the
+    mixture's module and each part's task class."""
+    if parts:
+        return (*WARMUP_CODE, MixtureTask, *(TASK.load(part.task.name) for part in parts))
     return (*WARMUP_CODE, TASK.load(task_cfg.name))
 
 
@@ -140,12 +144,15 @@ def library_versions(names: Sequence[str]) -> Dict[str, str]:
     return {name: version(name).split("+")[0] for name in names}
 
 
-def tiny_model_key(model_cfg: ModelConfig, task_cfg: TaskConfig, tok: CharTokenizer) -> str:
-    """The cache key of the warmed-up tiny model: its configs, the vocabulary, the code that builds the warm-up
-    (``warmup_code``) and the libraries it runs on (``WARMUP_LIBRARIES``)."""
-    payload = json.dumps({"model": asdict(model_cfg), "task": asdict(task_cfg),
-                          "vocab": tok.vocab, "code": code_digests(warmup_code(task_cfg)),
-                          "libraries": library_versions(WARMUP_LIBRARIES)}, sort_keys=True)
+def tiny_model_key(model_cfg: ModelConfig, task_cfg: TaskConfig, tok: CharTokenizer,
+                   parts: Sequence[MixturePart] = ()) -> str:
+    """The cache key of the warmed-up tiny model: its configs (a mixture's parts among them), the vocabulary,
+    the code that builds the warm-up (``warmup_code``) and the libraries it runs on (``WARMUP_LIBRARIES``)."""
+    fields = {"model": asdict(model_cfg), "task": asdict(task_cfg), "vocab": tok.vocab,
+              "code": code_digests(warmup_code(task_cfg, parts)), "libraries": library_versions(WARMUP_LIBRARIES)}
+    if parts:
+        fields["mixture"] = [asdict(part) for part in parts]
+    payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -162,10 +169,10 @@ def one_thread() -> Iterator[None]:
 
 
 def load_or_build_tiny(model_cfg: ModelConfig, task_cfg: TaskConfig, task: Task, tok: CharTokenizer,
-                       cache_dir: Path) -> LlamaForCausalLM:
+                       cache_dir: Path, parts: Sequence[MixturePart] = ()) -> LlamaForCausalLM:
     """The warmed-up tiny model, from the cache when present; built under a file lock otherwise, so
     parallel variants of a sweep build it once."""
-    key = tiny_model_key(model_cfg, task_cfg, tok)
+    key = tiny_model_key(model_cfg, task_cfg, tok, parts)
     cache_dir = Path(cache_dir).expanduser()
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"tiny-{key}.pt"
@@ -190,4 +197,4 @@ def tiny_policy(cfg: RunConfig, task: Task) -> Tuple[LlamaForCausalLM, CharToken
     """``model.name=tiny``: the warmed-up tiny Llama (warmed up with thinking on, so its tokenizer thinks) and the
     char tokenizer, on CPU; the trainer moves the model to its device."""
     tok = CharTokenizer(cfg.length.phrase)
-    return load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir)), tok
+    return load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir), cfg.mixture.parts), tok

@@ -73,7 +73,7 @@ def test_tagged_states_the_format_and_reads_the_last_tag():
     assert score_completion(task, nine, chat_answer("<answer>8</answer> no, <answer> 9 </answer>")) is True
     assert score_completion(task, nine, chat_answer("<answer>8</answer>")) is False
     assert score_completion(task, nine, chat_answer("The answer is 9.")) is False  # no tag, no answer
-    assert task.extract("so <answer>9</answer>") == "9" and task.extract("9") is None
+    assert task.extract(nine, "so <answer>9</answer>") == "9" and task.extract(nine, "9") is None
 
 
 def test_with_thinking_only_the_text_after_the_trace_is_the_answer():
