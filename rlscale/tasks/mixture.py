@@ -14,7 +14,7 @@ whose problems are the parts' problems, relabelled:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rlscale.tasks.answer_format import FormattedTask
@@ -79,6 +79,11 @@ class MixtureTask:
 
     def train_problems(self) -> List[Problem]:
         return self._train
+
+    def evenly_weighted(self) -> "MixtureTask":
+        """The same parts at equal weights: what the embedded model's warm-up sees, so the parts' weights
+        change the RL pool and never the starting policy."""
+        return MixtureTask([replace(p, weight=1.0) for p in self.parts.values()])
 
     def val_problems(self) -> List[Problem]:
         return self._val

@@ -15,7 +15,7 @@ import hashlib
 import inspect
 import json
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Dict, Iterator, List, Sequence, Tuple
@@ -197,4 +197,7 @@ def tiny_policy(cfg: RunConfig, task: Task) -> Tuple[LlamaForCausalLM, CharToken
     """``model.name=tiny``: the warmed-up tiny Llama (warmed up with thinking on, so its tokenizer thinks) and the
     char tokenizer, on CPU; the trainer moves the model to its device."""
     tok = CharTokenizer(cfg.length.phrase)
-    return load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir), cfg.mixture.parts), tok
+    if isinstance(task, MixtureTask):  # a mixture's weights shape its RL pool, not its starting policy
+        parts = [replace(part, weight=1.0) for part in cfg.mixture.parts]
+        return load_or_build_tiny(cfg.model, cfg.task, task.evenly_weighted(), tok, Path(cfg.cache_dir), parts), tok
+    return load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir)), tok

@@ -134,3 +134,11 @@ def test_a_run_without_a_mixture_keeps_its_config_hash():
     assert RunIdentity.of(cfg, "r").config == before
     mixed = typed(compose_run_config(["task=math_code"]))
     assert RunIdentity.of(mixed, "r").config != before
+
+
+def test_weights_change_the_rl_pool_and_not_the_warm_up(mixture):
+    """The embedded model warms up on the evenly weighted mixture, whatever the weights (rlscale.engines.models.
+    tiny_model.tiny_policy): a sweep over weights starts every variant from the same policy."""
+    heavy = build_task(typed(compose_run_config([*SMALL, "mixture.parts.1.weight=3"])))
+    assert [part_of(p) for p in heavy.train_problems()[:4]] == ["code", "code", "math", "code"]
+    assert [p.prompt for p in heavy.evenly_weighted().train_problems()] == [p.prompt for p in mixture.train_problems()]
