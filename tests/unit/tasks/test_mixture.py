@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,26 @@ def test_weights_change_the_rl_pool_and_not_the_warm_up(mixture):
     heavy = build_task(typed(compose_run_config([*SMALL, "mixture.parts.1.weight=3"])))
     assert [part_of(p) for p in heavy.train_problems()[:4]] == ["code", "code", "math", "code"]
     assert [p.prompt for p in heavy.evenly_weighted().train_problems()] == [p.prompt for p in mixture.train_problems()]
+
+
+ESCAPES = ("import os\nwhile True: os.fork()", "while True: pass", "print('x' * 10**9)",
+           "open('/tmp/rlscale-mixture-escape', 'w').write('x')", "import subprocess; subprocess.run(['ls'])",
+           "import socket; socket.create_connection(('1.1.1.1', 80))", "import os; os.kill(os.getppid(), 9)",
+           "import shutil; shutil.rmtree({kept!r})")
+
+
+def test_escape_attempts_in_code_answers_score_zero_and_leave_the_run_unharmed(mixture, tmp_path):
+    """Hostile answers to the code part are scored in the sandbox (rlscale.tasks.sandbox) like any answer: each
+    fails, the scoring process lives on, no file appears outside the sandbox's folder, and both parts still
+    score their reference answers right afterwards."""
+    code = next(p for p in mixture.val_problems() if part_of(p) == "code")
+    math = next(p for p in mixture.val_problems() if part_of(p) == "math")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "file").write_text("x")
+    for source in ESCAPES:
+        source = source.format(kept=str(kept))
+        assert score_completion(mixture, code, answer(f"```python\n{source}\n```")) is False, source
+    assert not Path("/tmp/rlscale-mixture-escape").exists() and (kept / "file").read_text() == "x"
+    assert score_completion(mixture, code, answer(code.answer)) is True
+    assert score_completion(mixture, math, answer(math.answer)) is True
