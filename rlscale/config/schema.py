@@ -274,6 +274,26 @@ class TrainerConfig:
 
 
 @dataclass
+class DownstreamSet:
+    """An eval set beside the run's own held-out split: another task's held-out prompts, scored by that task."""
+
+    name: str = knob("set", "the set's name, in its metrics: ``val_reward/<name>``")
+    samples: int = knob(1, "samples per prompt of this set in an eval")
+    task: TaskConfig = field(default_factory=TaskConfig)
+
+
+@dataclass
+class EvalConfig:
+    """Downstream eval sets: at every eval of the run (``trainer.eval_every``), each set's held-out prompts are
+    sampled with the run's generator and scored by the set's task, and logged as ``val_reward/<name>`` (and
+    ``val_reward_se/<name>``, ...) in the eval line, beside the in-distribution ``val_reward`` (Sec. 2's
+    held-out eval; the paper also tracks downstream benchmarks such as AIME-24, Sec. 5)."""
+
+    downstream: List[DownstreamSet] = knob([], "the sets (conf/eval/code.yaml, conf/eval/gsm8k.yaml); only each "
+                                           "set's held-out split is used")
+
+
+@dataclass
 class LauncherConfig:
     """Where sweep variants run."""
 
@@ -331,6 +351,7 @@ class RunConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Iterator, List, Optional, Tuple
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from rlscale.config.extras import missing_packages
 from rlscale.config.registry import ANSWER_FORMAT, AXES, TASK
@@ -97,7 +97,9 @@ def validate(cfg: DictConfig) -> List[str]:
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")
+    problems += file_problems("task", cfg.task)
     problems += mixture_problems(cfg)
+    problems += downstream_problems(cfg)
     problems += job_shape_problems(cfg)
     problems += missing_packages(cfg)
     b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]
@@ -115,23 +117,53 @@ def mixture_problems(cfg: DictConfig) -> List[str]:
                 "(task=math_code mixes math and code)"] if parts else []
     problems = [] if len(parts) >= 2 else [f"field 'mixture.parts': task.name=mixture needs at least two parts, "
                                            f"got {len(parts)}"]
-    seen = set()
+    problems += named_tasks_problems("mixture.parts", parts, set())
     for i, part in enumerate(parts):
-        where = f"mixture.parts[{i}]"
-        if (problem := name_problem(part.name)) is not None:
-            problems.append(f"field '{where}.name': {problem}")
-        elif part.name in seen:
-            problems.append(f"field '{where}.name': {part.name!r} names an earlier part too")
-        seen.add(part.name)
         if not (math.isfinite(part.weight) and part.weight > 0):
-            problems.append(f"field '{where}.weight': must be > 0, got {part.weight}")
-        if part.task.name == "mixture":
-            problems.append(f"field '{where}.task.name': a part cannot be a mixture")
-        for axis in (TASK, ANSWER_FORMAT):
-            value = part.task[axis.field.split(".")[-1]]
-            if value != "mixture" and (problem := axis.problem(value)) is not None:
-                problems.append(problem.replace("field '", f"field '{where}.", 1))
+            problems.append(f"field 'mixture.parts[{i}].weight': must be > 0, got {part.weight}")
     return problems
+
+
+def downstream_problems(cfg: DictConfig) -> List[str]:
+    """Each ``eval.downstream`` set has a name of its own, apart from the mixture's parts (both name metrics
+    ``val_reward/<name>``), at least one sample per prompt, and a task that is not a mixture."""
+    sets = cfg.eval.downstream
+    parts = {part.name for part in cfg.mixture.parts} if cfg.task.name == "mixture" else set()
+    problems = named_tasks_problems("eval.downstream", sets, parts)
+    for i, entry in enumerate(sets):
+        if entry.samples < 1:
+            problems.append(f"field 'eval.downstream[{i}].samples': must be >= 1, got {entry.samples}")
+    return problems
+
+
+def named_tasks_problems(where: str, entries, taken: set) -> List[str]:
+    """The checks every list of named tasks shares (mixture parts, downstream sets): a safe name, not taken by an
+    earlier entry or by ``taken``; a task name and answer format the registry knows, not a mixture."""
+    problems: List[str] = []
+    seen = set(taken)
+    for i, entry in enumerate(entries):
+        at = f"{where}[{i}]"
+        if (problem := name_problem(entry.name)) is not None:
+            problems.append(f"field '{at}.name': {problem}")
+        elif entry.name in seen:
+            problems.append(f"field '{at}.name': {entry.name!r} names an earlier "
+                            f"{'part' if entry.name in taken else 'entry'} too")
+        seen.add(entry.name)
+        if entry.task.name == "mixture":
+            problems.append(f"field '{at}.task.name': a mixture cannot be nested")
+        for axis in (TASK, ANSWER_FORMAT):
+            value = entry.task[axis.field.split(".")[-1]]
+            if value != "mixture" and (problem := axis.problem(value)) is not None:
+                problems.append(problem.replace("field '", f"field '{at}.", 1))
+        problems += file_problems(f"{at}.task", entry.task)
+    return problems
+
+
+def file_problems(where: str, task: DictConfig) -> List[str]:
+    """A ``math`` task reads a file: its ``path`` must be set."""
+    if task.name == "math" and (OmegaConf.is_missing(task, "path") or task.path is None):
+        return [f"field '{where}.path': not set; task.name=math reads a .jsonl or .parquet file (or 'champ')"]
+    return []
 
 
 def job_shape_problems(cfg: DictConfig) -> List[str]:

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import MixtureConfig, RunConfig
+from rlscale.config.schema import EvalConfig, MixtureConfig, RunConfig
 from rlscale.results.atomic import atomic_write
 from rlscale.results.errors import Refused
 
@@ -39,7 +39,7 @@ SEAL_TAIL = 8 + len(SEAL_MAGIC)  # the seal record's length (8 bytes, big-endian
 RESUMABLE = ("out", "cache_dir", "seed", "trainer.max_steps", "launcher", "logger")
 # Sections left out of the hash while they are empty (their default): a run whose config does not use them
 # keeps the hash it had before they existed, so its checkpoints still resume.
-OPTIONAL_SECTIONS = {"mixture": asdict(MixtureConfig())}
+OPTIONAL_SECTIONS = {"mixture": asdict(MixtureConfig()), "eval": asdict(EvalConfig())}
 _CHUNK = 1 << 20
 _KEPT = "metrics.jsonl kept; restore the file or start over with --force"
 

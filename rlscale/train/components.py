@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 import torch
 
@@ -26,6 +26,7 @@ from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.tasks.mixture import MixtureTask, Part
 from rlscale.train.compute import ComputeMeter
+from rlscale.train.evaluate import DownstreamEval
 from rlscale.train.rollouts import RolloutSampler, RolloutSource
 
 
@@ -43,6 +44,7 @@ class Components:
     meter: ComputeMeter
     sampler: RolloutSampler
     source: RolloutSource
+    downstream: List[DownstreamEval]
 
 
 def cuda_device() -> torch.device:
@@ -141,7 +143,10 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
                          torch.cuda.device_count() if device.type == "cuda" else 1)
     sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length, rng, meter)
     source = build_source(cfg, sampler, model, run_dir)
-    return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source)
+    downstream = [DownstreamEval(entry.name, entry.samples, formatted_task(entry.task))
+                  for entry in cfg.eval.downstream]
+    return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source,
+                      downstream)
 
 
 def follower_rank() -> bool:

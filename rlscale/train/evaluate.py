@@ -15,10 +15,13 @@ the same prompts cannot shrink it below the spread of difficulty. ``val_prompts`
 distinct prompts, in which rlscale.fit.noise states how many more would resolve a comparison.
 
 A mixture's eval (``rlscale.tasks.mixture``) pools every part's held-out prompts in ``val_reward`` and gives
-each part's own figures as ``val_reward/<part>`` (and ``val_reward_se/<part>``, ...), from the same samples."""
+each part's own figures as ``val_reward/<part>`` (and ``val_reward_se/<part>``, ...), from the same samples.
+A downstream set (``eval.downstream``, ``DownstreamEval``) is evaluated the same way on its own held-out prompts
+and logged as ``val_reward/<name>``, ...; no completions of it are logged."""
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence
 
@@ -62,6 +65,27 @@ def summarized(prompts: Sequence[str], correct: Sequence[bool], truncated: Seque
                       val_prompts=len(per_prompt), truncation_rate=sum(truncated) / n)
 
 
+@dataclass(frozen=True)
+class DownstreamEval:
+    """A downstream set of the run (``eval.downstream``), built: its name, samples per prompt and task."""
+
+    name: str
+    samples: int
+    task: FormattedTask
+
+    @property
+    def stream(self) -> int:
+        """Its eval stream: a number of its own, the same on every machine (CRC-32 of its name), so its samples
+        are common random numbers from eval to eval and differ from the run's own eval's."""
+        return zlib.crc32(self.name.encode())
+
+    def evaluate(self, tok: PolicyTokenizer, generator: Generator, seed: int, step: int) -> Dict[str, float]:
+        """Its eval line fields: ``<field>/<name>`` for each of ``EvalResult.metrics()``."""
+        result = evaluate(self.task, tok, generator, self.task.val_problems(), self.samples, seed, step,
+                          stream=self.stream)
+        return {f"{key}/{self.name}": value for key, value in result.metrics().items()}
+
+
 def pass_rate_se(per_prompt: Sequence[float]) -> float:
     """Standard error of the mean of per-prompt pass rates: sd (n - 1 denominator) / sqrt(n); NaN for n < 2."""
     n = len(per_prompt)
@@ -83,8 +107,11 @@ def sample_record(task: FormattedTask, problem: Problem, completion: Completion,
 
 
 def evaluate(task: FormattedTask, tok: PolicyTokenizer, generator: Generator, problems: List[Problem], samples: int,
-             seed: int, step: int, logged: int = 0) -> EvalResult:
-    rng = torch.Generator().manual_seed(EVAL_SEED_BASE + 1_000_003 * seed)
+             seed: int, step: int, logged: int = 0, stream: int = 0) -> EvalResult:
+    """``samples`` completions of each of ``problems``, scored; the first of each of the first ``logged`` prompts
+    kept as records. The sampling RNG depends only on the run's ``seed`` and the eval ``stream`` (0: the run's own
+    held-out split; a downstream set's own number)."""
+    rng = torch.Generator().manual_seed(EVAL_SEED_BASE + 1_000_003 * seed + stream)
     flat = [p for p in problems for _ in range(samples)]
     correct: List[bool] = []
     truncated: List[bool] = []

@@ -185,7 +185,9 @@ class RunLoop:
         samples = MetricsLog(self.samples_path)
         for record in result.samples:
             samples.append(record)
-        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(), **result.metrics()})
+        downstream = {key: value for entry in c.downstream
+                      for key, value in entry.evaluate(c.tok, c.generator, self.cfg.seed, self.step).items()}
+        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(), **result.metrics(), **downstream})
 
     def update(self) -> dict:
         c = self.comps

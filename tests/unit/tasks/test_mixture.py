@@ -108,10 +108,11 @@ def test_train_lines_carry_each_parts_reward(mixture):
 @pytest.mark.parametrize("overrides, needle", [
     (["task.name=mixture"], "field 'mixture.parts': task.name=mixture needs at least two parts, got 0"),
     (["task=math_code", "task.name=code"], "field 'mixture.parts': 2 parts, but task.name=code"),
-    (["task=math_code", "mixture.parts.1.name=math"], "field 'mixture.parts[1].name': 'math' names an earlier part"),
+    (["task=math_code", "mixture.parts.1.name=math"], "field 'mixture.parts[1].name': 'math' names an earlier entry"),
     (["task=math_code", "mixture.parts.0.name=a/b"], "field 'mixture.parts[0].name': name 'a/b' must match"),
     (["task=math_code", "mixture.parts.1.weight=0"], "field 'mixture.parts[1].weight': must be > 0, got 0.0"),
-    (["task=math_code", "mixture.parts.1.task.name=mixture"], "field 'mixture.parts[1].task.name': a part cannot"),
+    (["task=math_code", "mixture.parts.1.task.name=mixture"],
+     "field 'mixture.parts[1].task.name': a mixture cannot be nested"),
     (["task=math_code", "mixture.parts.0.task.name=maths"], "field 'mixture.parts[0].task.name': 'maths' is not"),
     (["task=math_code", "mixture.parts.0.task.answer_format=boxed"],
      "field 'mixture.parts[0].task.answer_format': 'boxed' is not"),
@@ -123,14 +124,14 @@ def test_a_bad_mixture_is_one_line_naming_the_field(overrides, needle):
 
 
 def test_a_run_without_a_mixture_keeps_its_config_hash():
-    """The empty mixture section is left out of the run's identity: the hash is the one of the config's fields
-    without it, as before the section existed, so checkpoints written then still resume."""
+    """The empty mixture and eval sections are left out of the run's identity: the hash is the one of the
+    config's fields without them, as before they existed, so checkpoints written then still resume."""
     cfg = typed(compose_run_config([]))
     fields = asdict(cfg)
     for key in RESUMABLE:
         parent, _, leaf = key.rpartition(".")
         (fields[parent] if parent else fields).pop(leaf)
-    del fields["mixture"]
+    del fields["mixture"], fields["eval"]
     before = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
     assert RunIdentity.of(cfg, "r").config == before
     mixed = typed(compose_run_config(["task=math_code"]))
