@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -30,7 +31,9 @@ def fit_command(
                                        "CSV/parquet file with columns run, x, y and optional seed, sweep."),
     x: str = typer.Option("auto", "--x", metavar=choices(X_CHOICES),
                           help="Compute unit (auto: gpu_hours when every run's eval lines carry it, else flops)."),
-    y: str = typer.Option("val_reward", "--y", help="Eval metric to fit, e.g. val_reward/math for one task."),
+    y: str = typer.Option("val_reward", "--y", help="Eval metric to fit, e.g. val_reward/math for one task; "
+                          "several, comma-separated, are fitted one by one (the first's files in the results "
+                          "folder, the others' in fits-<metric>/)."),
     min_compute: Optional[str] = typer.Option(None, "--min-compute", help="Cutoff: C (absolute) or P% of each run. "
                                               "Default: min(1.5k GPU-hours, 10% of the run); 10% in other units."),
     fit_until: Optional[str] = typer.Option(None, "--fit-until", help="Fit only x <= C (or P% of each run) and "
@@ -57,6 +60,9 @@ def fit_command(
     """Fit the ScaleRL sigmoid to every run under RESULTS_DIR and compare the variants."""
     from rlscale.cli.console import output_console
     from rlscale.fit.api import SourceError, fit_results, write_outputs
+    from rlscale.fit.by_metric import metric_folder, write_index
+    from rlscale.fit.curves import load_source
+    from rlscale.fit.outputs import write_files
     from rlscale.fit.schema import FitSettings
     from rlscale.fit.table import render
 
@@ -75,17 +81,25 @@ def fit_command(
         cut_abs, cut_frac = compute_amount(min_compute, "--min-compute")
         until_abs, until_frac = compute_amount(fit_until, "--fit-until")
         c_grid = list(_grid(c_mid_grid, "--c-mid-grid", integer_last=True)) if c_mid_grid else None
-        settings = FitSettings(x=x, y=y, method=method, margin=margin, fit_until=until_abs, fit_until_frac=until_frac,
+        metrics = _metrics(y)
+        settings = FitSettings(x=x, y=metrics[0], method=method, margin=margin, fit_until=until_abs, fit_until_frac=until_frac,
                                predict_at=list(predict_at or []), ci_level=ci, n_boot=n_boot, seed=seed, r0=r0,
                                min_compute=cut_abs, min_compute_frac=cut_frac, c_mid_grid=c_grid,
                                paired=not unpaired, margin_b=margin_b,
                                a_grid=list(_grid(a_grid, "--a-grid", integer_last=False)))
+        for metric in metrics[1:]:  # every metric is checked before any is fitted
+            load_source(results_dir, x, metric)
+        fitted = []
         with err.status("fitting...") as status:
-            shown = _progress(err, status, f"under {results_dir} ({n_boot} bootstrap resamples)")
-            results = fit_results(results_dir, settings, jobs=jobs or os.cpu_count() or 1, progress=shown)
+            for metric in metrics:
+                about = f" ({metric})" if len(metrics) > 1 else ""
+                shown = _progress(err, status, f"under {results_dir} ({n_boot} bootstrap resamples){about}")
+                fitted.append(fit_results(results_dir, replace(settings, y=metric), jobs=jobs or os.cpu_count() or 1,
+                                          progress=shown))
     except (UsageError, OptionError, SourceError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
+    results = fitted[0]
     if not results.runs:
         err.print(f"no runs found under {results_dir}", markup=False, highlight=False)
         raise typer.Exit(1)
@@ -93,11 +107,29 @@ def fit_command(
     paths = write_outputs(results, out_dir)
     out_console = output_console()
     render(results, out_console)
+    if paths:
+        for further in fitted[1:]:
+            render(further, out_console)
+            folder = metric_folder(out_dir, further.settings.y)  # written even when no run fitted: the report
+            folder.mkdir(exist_ok=True)                           # shows why beside the first metric
+            paths += write_files(further, folder)
+        paths += write_index(out_dir, metrics)
     if not paths:
         err.print(f"no run fitted: nothing written to {out_dir}", markup=False, highlight=False)
         raise typer.Exit(1)
     out_console.print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
     raise typer.Exit(0)
+
+
+def _metrics(text: str) -> List[str]:
+    """``--y``'s comma-separated metrics, each named once."""
+    metrics = [m.strip() for m in text.split(",")]
+    if not all(metrics):
+        raise UsageError(f"--y takes metric names separated by commas (got {text!r})")
+    repeated = sorted({m for m in metrics if metrics.count(m) > 1})
+    if repeated:
+        raise UsageError(f"--y names {', '.join(repeated)} more than once")
+    return metrics
 
 
 def compute_amount(text: Optional[str], option: str) -> Tuple[Optional[float], Optional[float]]:

@@ -29,7 +29,9 @@ def report_command(
     from rlscale.cli.console import output_console
     from rlscale.report.build import write_report
     from rlscale.report.inputs import load_fits
+    from rlscale.fit.by_metric import further_fits
     from rlscale.report.model import load_report
+    from rlscale.report.parallel_join import attach_parallel
     from rlscale.report.pool import workers
     from rlscale.report.terminal import print_summary
     from rlscale.results.names import printable
@@ -48,6 +50,11 @@ def report_command(
     n_workers = workers()
     fits = load_fits(results_dir, log=lambda line: err.print(Text(printable(line))), save=out is None)
     report = load_report(results_dir, fits, n_workers)
+    further, stale = further_fits(results_dir)
+    if stale:
+        err.print(Text(printable(f"not shown beside {fits.settings.y}: {', '.join(stale)} (their fits are missing or "
+                                 f"older than {results_dir / 'fits.json'}; rerun rlscale fit --y with them)")))
+    attach_parallel(report, further)
     if not report.runs:
         err.print(Text(printable(f"error: no runs under {results_dir} (folders holding metrics.jsonl); nothing "
                                  "written"), style="red"))

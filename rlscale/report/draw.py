@@ -11,6 +11,7 @@ import matplotlib
 from rlscale.fit.schema import FitSettings
 from rlscale.report.figures import NamedFigure, RunPanels, extrapolation_figure, sweep_figures
 from rlscale.report.model import ReportData, SweepView
+from rlscale.report.parallel_figure import parallel_figure
 from rlscale.report.plotting import STYLE, render
 from rlscale.report.pool import parallel_map
 
@@ -38,12 +39,16 @@ class _Batch:
 
 def draw_report(report: ReportData, targets: Sequence[Target], logx: bool = False,
                 n_workers: int = 1) -> List[Encoded]:
-    """Every figure in page order: per sweep (curves, run panels, LOO, diagnostics), then extrapolation."""
+    """Every figure: per sweep (curves, run panels, LOO, diagnostics), then each sweep's parallel curves of
+    several metrics, then extrapolation."""
     most_runs = max((len(s.runs) for s in report.sweeps), default=1)
     batches = [_Batch(report.settings, sweeps, most_runs, targets, logx)
                for sweeps in _split(report.sweeps, n_workers)]
     encoded = [e for batch in parallel_map(_draw_batch, batches, n_workers) for e in batch]
     with matplotlib.rc_context(STYLE):
+        for sweep, view in report.parallel.items():
+            encoded.append(_encode(NamedFigure(sweep, "parallel", parallel_figure(view, report.settings, logx)),
+                                   targets))
         extrapolation = extrapolation_figure(report)
         if extrapolation is not None:
             encoded.append(_encode(NamedFigure("", "extrapolation", extrapolation), targets))

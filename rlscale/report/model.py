@@ -17,6 +17,7 @@ import numpy as np
 
 from rlscale.fit.curves import resolve_x
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
+from rlscale.report.parallel import ParallelSweep
 from rlscale.report.pool import parallel_map
 from rlscale.report.samples import Sample, read_samples
 from rlscale.results import RunDir, find_runs, read_metrics, read_status
@@ -179,6 +180,7 @@ class ReportData:
     sweeps: List[SweepView]
     warnings: List[str] = field(default_factory=list)
     plan: Optional[dict] = None  # plan.json of ``rlscale plan`` in the results folder, when there is one
+    parallel: Dict[str, ParallelSweep] = field(default_factory=dict)  # sweep -> its runs under several metrics
 
     @property
     def runs(self) -> List[RunView]:

@@ -1,6 +1,7 @@
 """The self-contained HTML page (jinja2, autoescaped): figures inline as data: URIs, CSS inline, no
 script, and a Content-Security-Policy that forbids every fetch, so the file works offline and opening it
-sends no request. Sections: summary, curves per sweep, ranking and LOO tables with the
+sends no request. Sections: summary, curves per sweep (and, fitted on several metrics, their parallel curves:
+rlscale.report.parallel), ranking and LOO tables with the
 Figure-7 plot of ScaleRL (arXiv 2510.13786), extrapolation check, diagnostics, the record of each run.
 """
 from __future__ import annotations
