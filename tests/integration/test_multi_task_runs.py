@@ -3,7 +3,8 @@
 - ``rlscale run task=math_code`` trains on sums and code together (``task.name=mixture``): train lines carry each
   part's reward, every eval line carries each part's held-out figures beside the pooled ones, the code part's
   held-out reward rises (the warm-up's noise shifts a function's last constant, which RL fixes from the
-  sandbox's verdicts alone), and ``rlscale fit --y val_reward/code`` fits that part's curve;
+  sandbox's verdicts alone), ``rlscale fit --y val_reward/code,val_reward/math`` fits each part's curve and the
+  report shows them in parallel;
 - ``rlscale run eval=code`` trains on the sums and evaluates the code task's held-out functions beside them at
   every eval (a downstream set, ``val_reward/code``)."""
 from __future__ import annotations
@@ -47,16 +48,22 @@ def test_a_math_and_code_run_logs_both_parts_and_its_code_reward_rises(tmp_path)
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert samples and all(not s["prompt"].startswith("f(") for s in samples)  # the first logged prompts: sums
     fit = subprocess.run([sys.executable, "-m", "rlscale.cli", "fit", str(tmp_path / "results"), "--y",
-                          "val_reward/code"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                          "val_reward/code,val_reward/math"], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
     assert fit.returncode == 0, (fit.stdout + fit.stderr)[-3000:]
-    assert "y = val_reward/code" in " ".join(fit.stdout.split())
+    printed = " ".join(fit.stdout.split())
+    assert "y = val_reward/code" in printed and "y = val_reward/math" in printed
+    report = subprocess.run([sys.executable, "-m", "rlscale.cli", "report", "--html", str(tmp_path / "results")],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert report.returncode == 0, (report.stdout + report.stderr)[-3000:]
+    assert "val_reward/code, val_reward/math in parallel" in (tmp_path / "results" / "report.html").read_text()
 
 
 def test_a_downstream_set_is_scored_at_every_eval(tmp_path):
     run_dir = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "rlscale.cli", "run", "eval=code", "eval.downstream.0.task.val_size=30",
-                           "trainer.max_steps=4", "trainer.eval_every=2", f"out={run_dir}"], capture_output=True,
-                          text=True, timeout=1200, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "rlscale.cli", "run", "eval=code",
+                           "eval.downstream.0.task.val_size=30", "trainer.max_steps=4", "trainer.eval_every=2",
+                           f"out={run_dir}"], capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in records if r["kind"] == "eval"]
