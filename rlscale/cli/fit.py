@@ -115,7 +115,9 @@ def fit_command(
             paths += write_files(further, folder)
         paths += write_index(out_dir, metrics)
     if not paths:
-        err.print(f"no run fitted: nothing written to {out_dir}", markup=False, highlight=False)
+        first = (f" on {metrics[0]}, the first --y metric, whose fits are the folder's own (list one that fits "
+                 "first)") if len(metrics) > 1 else ""
+        err.print(f"no run fitted{first}: nothing written to {out_dir}", markup=False, highlight=False)
         raise typer.Exit(1)
     out_console.print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
     raise typer.Exit(0)

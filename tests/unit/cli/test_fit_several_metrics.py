@@ -46,7 +46,7 @@ def results(tmp_path):
                                                    sigmoid(x, R0, CODE.A, CODE.B, CODE.C_mid))):
             lines.append({"step": step, "kind": "eval", "gpu_hours": float(c), "flops": float(c) * 3.6e18,
                           "val_reward": float(math + rng.normal(0, 0.005)),
-                          "val_reward/code": float(code + rng.normal(0, 0.005))})
+                          "val_reward/code": float(code + rng.normal(0, 0.005)), "val_reward/flat": R0})
         (run / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return tmp_path / "results"
 
@@ -85,6 +85,12 @@ def test_a_bad_metric_list_is_one_line_and_writes_nothing(results, y, needle):
     done = _fit(results, "--y", y)
     assert done.exit_code == 2 and needle in done.output and len(done.output.strip().splitlines()) == 1
     assert not (results / "fits.json").exists() and not (results / "fits-metrics.json").exists()
+
+
+def test_a_first_metric_without_a_fit_writes_nothing_and_says_which(results):
+    done = _fit(results, "--y", "val_reward/flat,val_reward", "--n-boot", "0")
+    assert done.exit_code == 1 and "no run fitted on val_reward/flat, the first --y metric" in done.output
+    assert not (results / "fits.json").exists() and not (results / "fits-val_reward").exists()
 
 
 def test_the_report_shows_the_metrics_in_parallel(results):
