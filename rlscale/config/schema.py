@@ -13,8 +13,8 @@ Learning Compute for LLMs" (arXiv 2510.13786).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
 
 from rlscale.config.registry import OFFPOLICY
 
@@ -361,3 +361,16 @@ class RunConfig:
                     "results root")
     cache_dir: str = knob("~/.cache/rlscale",
                           "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
+
+
+ABSENT_AS_DEFAULT = ("mixture", "eval")
+"""Sections that config.yaml files written before them lack. Such a file reads them as their defaults (the schema
+fills them in), and wherever configs are compared or hashed a section at its default is left out
+(``without_default_sections``), so those run folders keep their identity and resume."""
+
+
+def without_default_sections(fields: Dict[str, Any]) -> Dict[str, Any]:
+    """``fields`` (a whole config as nested dicts) less each ``ABSENT_AS_DEFAULT`` section that equals its
+    default."""
+    defaults = asdict(RunConfig())
+    return {key: value for key, value in fields.items() if key not in ABSENT_AS_DEFAULT or value != defaults[key]}

@@ -9,7 +9,8 @@ config.yaml only costs the seed, which then comes from a ``_s<N>`` (or ``-s<N>``
 Besides x and y, each point carries its position on a counted axis ``t`` (the eval line's ``flops`` when
 every eval of the run has it, else its ``step``; a tidy file's x) on which the fit window is decided
 (rlscale.fit.window), the standard error of y (``<y>_se``) and the eval size (``val_samples``) when the
-line reports them, and the number of distinct eval prompts (``val_prompts``). ``--x auto`` resolves to
+line reports them, and the number of distinct eval prompts (``val_prompts``); a mixture part's or a downstream
+set's ``val_reward/<name>`` has its own (``val_reward_se/<name>``, ...: ``companion_keys``). ``--x auto`` resolves to
 ``gpu_hours`` when every run's eval lines carry it, else to ``flops``. A metric named in ``--x``/``--y``
 that no eval line of a folder holds is a ``MetricError`` listing the metrics found (a mistyped name), raised before anything is fitted.
 """
@@ -133,6 +134,16 @@ def _check_metrics(evals: List[List[dict]], x_key: str, y_key: str) -> None:
             raise MetricError(f"{option} {key!r} is in no eval line; eval metrics found: {', '.join(found)}")
 
 
+def companion_keys(y_key: str) -> Tuple[str, str, str]:
+    """The keys of y's standard error, eval samples and distinct eval prompts in an eval line: ``<y>_se``,
+    ``val_samples`` and ``val_prompts``; for a mixture part's or a downstream set's ``val_reward/<name>``
+    those of the part or set: ``val_reward_se/<name>``, ``val_samples/<name>`` and ``val_prompts/<name>``
+    (docs/results-contract.md)."""
+    base, slash, name = y_key.partition("/")
+    suffix = slash + name
+    return f"{base}_se{suffix}", f"{SAMPLES_KEY}{suffix}", f"{PROMPTS_KEY}{suffix}"
+
+
 def _run_curve(run: RunDir, records: List[dict], warnings: List[str], x_key: str, y_key: str,
                names: Dict[str, str]) -> Curve:
     """The curve of a run folder; its variant is sweep.json's name for the folder, else the folder name
@@ -149,8 +160,9 @@ def _run_curve(run: RunDir, records: List[dict], warnings: List[str], x_key: str
     evals = [r for r in records if r.get("kind") == "eval"]
     usable = [r for r in evals if (x_key == "step" or x_key in r) and y_key in r]
     t_key = "flops" if usable and all(is_finite_number(r.get("flops")) for r in usable) else "step"
-    rows = [(r.get("step") if x_key == "step" else r.get(x_key), r.get(y_key), r.get(t_key), r.get(f"{y_key}_se"),
-             r.get(SAMPLES_KEY), r.get(PROMPTS_KEY)) for r in usable]
+    se_key, samples_key, prompts_key = companion_keys(y_key)
+    rows = [(r.get("step") if x_key == "step" else r.get(x_key), r.get(y_key), r.get(t_key), r.get(se_key),
+             r.get(samples_key), r.get(prompts_key)) for r in usable]
     curve = _curve(run.sweep, variant, config_seed if config_seed is not None else seed, str(run.path),
                    [row for row in rows if row[0] is not None and row[1] is not None], notes, t_key)
     curve.repaired = curve.repaired or repaired

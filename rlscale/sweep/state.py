@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Sequence
 
 from omegaconf import OmegaConf
 
+from rlscale.config.schema import without_default_sections
 from rlscale.results import atomic_write_json, atomic_write_text
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.sweep.spec import SpecError, SweepSpec
@@ -118,7 +119,8 @@ def config_text(run: ResolvedRun) -> str:
 
 def config_conflict(run: ResolvedRun, ignore_steps: bool = False) -> Optional[str]:
     """The first top-level field where the run's existing config.yaml differs from the new one, or None
-    (no config yet, or the same). ``out`` is not compared: the run folder is the same one by construction,
+    (no config yet, or the same; a section that an older config.yaml lacks reads as its default). ``out`` is not
+    compared: the run folder is the same one by construction,
     and a folder written with absolute paths keeps resuming after a copy; ``ignore_steps`` leaves out
     ``trainer.max_steps`` too."""
     path = run.run_dir / "config.yaml"
@@ -128,7 +130,9 @@ def config_conflict(run: ResolvedRun, ignore_steps: bool = False) -> Optional[st
         old = OmegaConf.to_container(OmegaConf.load(path))
     except Exception:  # an unreadable old config is a conflict, whatever yaml raised
         return "config.yaml (unreadable)"
-    new = OmegaConf.to_container(run.cfg)
+    if not isinstance(old, dict):
+        return "config.yaml (not a mapping)"
+    old, new = (without_default_sections(config) for config in (old, OmegaConf.to_container(run.cfg)))
     for config in (old, new):
         config.pop("out", None)
         if ignore_steps and isinstance(config.get("trainer"), dict):

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import EvalConfig, MixtureConfig, RunConfig
+from rlscale.config.schema import RunConfig, without_default_sections
 from rlscale.results.atomic import atomic_write
 from rlscale.results.errors import Refused
 
@@ -37,9 +37,6 @@ SEAL_TAIL = 8 + len(SEAL_MAGIC)  # the seal record's length (8 bytes, big-endian
 # folder resumes), the seed (compared on its own, to say so), the planned steps (a run can be extended), and
 # where and how it is launched and tracked (they change no weight).
 RESUMABLE = ("out", "cache_dir", "seed", "trainer.max_steps", "launcher", "logger")
-# Sections left out of the hash while they are empty (their default): a run whose config does not use them
-# keeps the hash it had before they existed, so its checkpoints still resume.
-OPTIONAL_SECTIONS = {"mixture": asdict(MixtureConfig()), "eval": asdict(EvalConfig())}
 _CHUNK = 1 << 20
 _KEPT = "metrics.jsonl kept; restore the file or start over with --force"
 
@@ -65,13 +62,10 @@ class RunIdentity:
     def of(cls, cfg: RunConfig, run_dir: Path) -> "RunIdentity":
         """The hash is of the JSON of the config's fields as written to config.yaml (resolved), so it does not
         depend on whether the config came from overrides or from a run folder's config.yaml."""
-        fields = asdict(cfg)
+        fields = without_default_sections(asdict(cfg))  # sections older configs lack count only when set
         for key in RESUMABLE:
             parent, _, leaf = key.rpartition(".")
             (fields[parent] if parent else fields).pop(leaf, None)
-        for section, default in OPTIONAL_SECTIONS.items():
-            if fields[section] == default:
-                del fields[section]
         text = json.dumps(fields, sort_keys=True, default=str)
         return cls(config=hashlib.sha256(text.encode()).hexdigest(), seed=cfg.seed, run=Path(run_dir).name)
 

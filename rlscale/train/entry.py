@@ -6,9 +6,10 @@ import logging
 from pathlib import Path
 from typing import Optional, Sequence
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config import ConfigError, compose_run_config, load_run_config, typed
+from rlscale.config.schema import without_default_sections
 from rlscale.results.atomic import atomic_write_text
 from rlscale.results.status import RunState, read_status, write_status
 
@@ -96,17 +97,30 @@ def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force
     refused unless ``force``."""
     cfg = compose_run_config(overrides, config_name)
     run_dir = Path(cfg.out)
-    text = OmegaConf.to_yaml(cfg)
     existing = run_dir / "config.yaml"
-    if existing.exists() and existing.read_text() != text and not force:
+    same = existing.exists() and holds(existing, cfg)
+    if existing.exists() and not same and not force:
         raise ConfigError(f"{existing}: a run with a different config exists there; pass out=<dir> for a new "
                           "run or --force to start this one over")
     if force and run_dir.exists():
         start_over(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if not existing.exists() or existing.read_text() != text:
-        atomic_write_text(existing, text)
+    if not same:
+        atomic_write_text(existing, OmegaConf.to_yaml(cfg))
     return run_dir
+
+
+def holds(path: Path, cfg: DictConfig) -> bool:
+    """Whether the config.yaml at ``path`` is ``cfg``'s: the same text, or the same fields once the sections an
+    older file lacks read as their defaults (``rlscale.config.schema.ABSENT_AS_DEFAULT``)."""
+    if path.read_text() == OmegaConf.to_yaml(cfg):
+        return True
+    try:
+        written = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception:  # an unreadable file holds no config, whatever yaml raised
+        return False
+    return isinstance(written, dict) and (without_default_sections(written)
+                                          == without_default_sections(OmegaConf.to_container(cfg)))
 
 
 def start_over(run_dir: Path) -> None:

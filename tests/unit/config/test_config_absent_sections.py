@@ -1,0 +1,44 @@
+"""Sections added to the schema after run folders were written (``mixture``, ``eval``): a config.yaml without them
+reads them as their defaults and keeps the run's identity, so its checkpoint resumes, and ``rlscale run`` or a
+sweep with the same overrides takes the folder as the same run; setting the section is a different run."""
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlscale.config import ConfigError, compose_run_config, load_run_config, typed
+from rlscale.config.schema import ABSENT_AS_DEFAULT
+from rlscale.fit.curves import companion_keys
+from rlscale.sweep.expand import Run
+from rlscale.sweep.resolve import ResolvedRun
+from rlscale.sweep.state import config_conflict
+from rlscale.train.checkpoint import RunIdentity
+from rlscale.train.entry import prepare_run_dir
+
+
+@pytest.mark.parametrize("setting", [["eval=code"], ["task=math_code"]])
+def test_a_config_written_before_the_sections_is_the_same_run(tmp_path, setting):
+    cfg = compose_run_config([f"out={tmp_path / 'run'}"])
+    older = OmegaConf.to_container(cfg)
+    for name in ABSENT_AS_DEFAULT:
+        del older[name]
+    (tmp_path / "run").mkdir()
+    path = tmp_path / "run" / "config.yaml"
+    path.write_text(OmegaConf.to_yaml(older))
+    loaded = load_run_config(path)
+    assert OmegaConf.to_container(loaded) == OmegaConf.to_container(cfg)
+    assert RunIdentity.of(typed(loaded), path.parent) == RunIdentity.of(typed(cfg), path.parent)
+    assert prepare_run_dir([f"out={tmp_path / 'run'}"]) == tmp_path / "run"
+    assert all(f"{name}:" not in path.read_text() for name in ABSENT_AS_DEFAULT)  # left as it was
+    run = Run(variant="run", name="run", config="config", overrides=(), axis=None, seed=None)
+    assert config_conflict(ResolvedRun(run, (), cfg, path.parent)) is None
+    changed = compose_run_config([f"out={tmp_path / 'run'}", *setting])
+    assert config_conflict(ResolvedRun(run, tuple(setting), changed, path.parent)) is not None
+    assert RunIdentity.of(typed(changed), path.parent) != RunIdentity.of(typed(cfg), path.parent)
+    with pytest.raises(ConfigError, match="a run with a different config exists there"):
+        prepare_run_dir([f"out={tmp_path / 'run'}", *setting])
+
+
+def test_a_part_or_set_is_fitted_with_its_own_error_and_sizes():
+    assert companion_keys("val_reward") == ("val_reward_se", "val_samples", "val_prompts")
+    assert companion_keys("val_reward/code") == ("val_reward_se/code", "val_samples/code", "val_prompts/code")
