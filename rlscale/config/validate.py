@@ -144,6 +144,7 @@ def named_tasks_problems(where: str, entries, taken: set) -> List[str]:
     for i, entry in enumerate(entries):
         at = f"{where}[{i}]"
         if (problem := name_problem(entry.name)) is not None:
+            problem = problem.replace("(it names a folder)", "(it names metrics: val_reward/<name>)")
             problems.append(f"field '{at}.name': {problem}")
         elif entry.name in seen:
             problems.append(f"field '{at}.name': {entry.name!r} names an earlier "

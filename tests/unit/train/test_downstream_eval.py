@@ -61,7 +61,9 @@ def test_no_set_by_default_and_sets_leave_the_run_task_alone():
 
 
 @pytest.mark.parametrize("overrides, needle", [
-    ([*CODE, "eval.downstream.0.name=a/b"], "field 'eval.downstream[0].name': name 'a/b' must match"),
+    ([*CODE, "eval.downstream.0.name=a/b"],
+     "field 'eval.downstream[0].name': name 'a/b' must match [A-Za-z0-9][A-Za-z0-9_.-]* (it names metrics: "
+     "val_reward/<name>)"),
     ([*CODE, "eval.downstream.0.samples=0"], "field 'eval.downstream[0].samples': must be >= 1, got 0"),
     ([*CODE, "eval.downstream.0.task.name=codes"], "field 'eval.downstream[0].task.name': 'codes' is not one of"),
     ([*CODE, "eval.downstream.0.task.name=mixture"], "field 'eval.downstream[0].task.name': a mixture cannot"),
