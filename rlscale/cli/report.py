@@ -27,9 +27,9 @@ def report_command(
     from rich.text import Text
 
     from rlscale.cli.console import output_console
+    from rlscale.fit.by_metric import further_fits
     from rlscale.report.build import write_report
     from rlscale.report.inputs import load_fits
-    from rlscale.fit.by_metric import further_fits
     from rlscale.report.model import load_report
     from rlscale.report.parallel_join import attach_parallel
     from rlscale.report.pool import workers

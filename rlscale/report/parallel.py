@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 import numpy as np
+from scipy.stats import norm
 
 from rlscale.fit.schema import RunFit
 
 MIN_POINTS = 4  # evals both metrics hold, for a correlation with an interval
-Z95 = 1.959963984540054
+Z95 = float(norm.ppf(0.975))  # the two-sided 95 % normal quantile
 
 
 @dataclass(frozen=True)
