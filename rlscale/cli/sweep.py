@@ -9,11 +9,13 @@ import typer
 from rich.console import Console
 
 from rlscale.cli.console import output_console
+from rlscale.engines.memory import DEFAULT_PROMPT_TOKENS
 from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
 from rlscale.sweep.status import collect, refs_under
 from rlscale.results.lock import FolderLock
 from rlscale.results.names import printable, shown
 from rlscale.sweep.detach import streams_detached
+from rlscale.sweep.memory_table import memory_table
 from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
@@ -29,6 +31,8 @@ def sweep_command(
     seeds: Optional[int] = typer.Option(None, "--seeds", help="N runs per variant (<variant>_s<k>, seed=k)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the variants, write the configs and "
                                  "<sbatch-dir>/<sweep>/*.sbatch, submit nothing"),
+    prompt_tokens: int = typer.Option(DEFAULT_PROMPT_TOKENS, "--prompt-tokens", min=1, help="--dry-run: the prompt length its memory "
+                                      "estimate per GPU counts (the completion budget comes from the config)"),
     sbatch_dir: Optional[Path] = typer.Option(None, "--sbatch-dir", help="where --dry-run writes <sweep>/*.sbatch "
                                               "(default: slurm/ beside the results root)"),
     detach: bool = typer.Option(False, "--detach", help="return once submitted (watch with rlscale status)"),
@@ -43,7 +47,8 @@ def sweep_command(
                                     "descriptions, and exit"),
 ) -> None:
     """Run a sweep: expand and validate every variant, write results/<sweep>/, submit through submitit
-    (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. Rerunning
+    (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. --dry-run also
+    prints each job's estimated memory per GPU. Rerunning
     the same command skips finished runs and resubmits failed or missing ones."""
     if config_dir is not None:
         add_config_dir(config_dir)
@@ -62,6 +67,7 @@ def sweep_command(
             if dry_run:
                 console.print(variants_table(f"sweep {plan.spec.name} ({plan.spec.kind}, {plan.record.launcher})",
                                              plan.runs, plan.spec.base.name))
+                console.print(memory_table(plan.runs, prompt_tokens))
                 scripts, stale = write_scripts(plan, sbatch_dir or results.parent / "slurm")
                 removed = f" (removed {len(stale)} of an earlier dry run)" if stale else ""
                 console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/{removed} and the run "

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+import yaml
 
 from rlscale.fit.curves import resolve_x
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
+from rlscale.report.job import JobView
 from rlscale.report.parallel import ParallelSweep
 from rlscale.report.pool import parallel_map
 from rlscale.report.samples import Sample, read_samples
@@ -73,6 +75,7 @@ class RunView:
     warnings: List[str] = field(default_factory=list)
     samples: List[Sample] = field(default_factory=list)
     sampled_evals: int = 0
+    job: JobView = field(default_factory=JobView)
 
     @property
     def fit_ok(self) -> bool:
@@ -296,7 +299,17 @@ def _run_view(job: RunJob) -> RunView:
     evals = fit_points if len(fit_points.x) else _series(by_kind["eval"], x_unit, job.y_name)
     samples, sampled_evals = read_samples(run_dir.path)
     return RunView(job.anchor, sweep, variant, name, run_dir.path, fit, str(status.get("state", "unknown")),
-                   str(status.get("reason", "")), config_text, evals, train, warnings, samples, sampled_evals)
+                   str(status.get("reason", "")), config_text, evals, train, warnings, samples, sampled_evals,
+                   JobView.of(records, _parsed(config_text)))
+
+
+def _parsed(config_text: str) -> dict:
+    """config.yaml as a mapping ({} when it is missing or not YAML: the run's record still shows its text)."""
+    try:
+        config = yaml.safe_load(config_text)
+    except yaml.YAMLError:
+        return {}
+    return config if isinstance(config, dict) else {}
 
 
 def _seed(run: RunView) -> int:

@@ -12,7 +12,7 @@ included), plus those the other trainer ranks spent on each update, / 3600; a CP
 same seed gives the same value on any machine): 2 x params per processed token for generation (prefill +
 decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or KL reference).
 ``samples`` and ``tokens`` (generated) are counts. A run over several trainer ranks adds its job shape,
-``nodes`` and ``tasks_per_node``, to every line.
+``nodes`` and ``tasks_per_node``, to every line; a CUDA run adds ``gpus``, the GPUs its ``gpu_hours`` count.
 """
 from __future__ import annotations
 
@@ -87,7 +87,8 @@ class ComputeMeter:
             self.totals.device_seconds += follower_cpu_s
 
     def as_metrics(self) -> dict:
-        return {**self.totals.as_metrics(self.device_type), **self.shape.as_metrics()}
+        held = {"gpus": self.num_devices} if self.device_type == "cuda" else {}
+        return {**self.totals.as_metrics(self.device_type), **held, **self.shape.as_metrics()}
 
     def state_dict(self) -> dict:
         return asdict(self.totals)

@@ -36,13 +36,16 @@ from rlscale.tasks.mixture import MixtureTask
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)
 
 
+def tiny_llama_config(cfg: ModelConfig, vocab_size: int) -> LlamaConfig:
+    return LlamaConfig(vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
+                       num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_heads,
+                       intermediate_size=cfg.intermediate_size,
+                       max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=False,
+                       bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
 def build_tiny_llama(cfg: ModelConfig, vocab_size: int) -> LlamaForCausalLM:
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-                         num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_heads,
-                         intermediate_size=cfg.intermediate_size,
-                         max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=False,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    return LlamaForCausalLM(config)
+    return LlamaForCausalLM(tiny_llama_config(cfg, vocab_size))
 
 
 def perturbed(demo: Demonstration, offset: int) -> Demonstration:

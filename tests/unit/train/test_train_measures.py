@@ -20,7 +20,7 @@ def test_measured_compute_is_gpu_hours_on_cuda_and_core_hours_elsewhere():
     assert cpu == {"core_hours": 2.0, "flops": 2.0 * 10 * 8, "samples": 2, "tokens": 5}
     cuda = ComputeMeter(params=10, device_type="cuda", num_devices=2)
     cuda.load_state_dict(meter.state_dict())
-    assert cuda.as_metrics() == {"gpu_hours": 2.0, "flops": 160.0, "samples": 2, "tokens": 5}
+    assert cuda.as_metrics() == {"gpu_hours": 2.0, "gpus": 2, "flops": 160.0, "samples": 2, "tokens": 5}
 
 
 def test_a_multi_rank_job_counts_every_gpu_and_says_its_shape(monkeypatch):
@@ -30,11 +30,11 @@ def test_a_multi_rank_job_counts_every_gpu_and_says_its_shape(monkeypatch):
     assert meter.num_devices == 16
     meter.totals.device_seconds = 3600.0
     meter.add_generation(prompt_tokens=3, generated_tokens=5, samples=2)
-    assert meter.as_metrics() == {"gpu_hours": 1.0, "flops": 160.0, "samples": 2, "tokens": 5, "nodes": 2,
-                                  "tasks_per_node": 8}
+    assert meter.as_metrics() == {"gpu_hours": 1.0, "gpus": 16, "flops": 160.0, "samples": 2, "tokens": 5,
+                                  "nodes": 2, "tasks_per_node": 8}
     monkeypatch.delenv("WORLD_SIZE")
     monkeypatch.delenv("LOCAL_WORLD_SIZE")
-    assert "nodes" not in ComputeMeter(params=10, device_type="cpu").as_metrics()
+    assert not {"nodes", "gpus"} & ComputeMeter(params=10, device_type="cpu").as_metrics().keys()
 
 
 def test_pass_rate_se_hand_computed():

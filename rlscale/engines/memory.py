@@ -1,0 +1,144 @@
+"""Memory per GPU of one run's job, estimated from the model's shape and the run config before anything is
+submitted (``rlscale sweep --dry-run``), so a job can be sized for a model that is not on this machine (a
+``config.json`` is enough).
+
+For P parameters of b bytes (2 for bf16/fp16 weights, 4 for float32), a Llama-style decoder of L layers,
+hidden size h, key/value width k (KV heads x head size), MLP width i and vocabulary V, a micro-batch of T
+tokens (its rows x the longest sequence: prompt + think budget + answer budget), N trainer ranks:
+
+- **weights**: P b, split over the ranks under ZeRO-3.
+- **optimizer**: AdamW's two float32 moments (8P), the weights' gradients (P b) and, for a low-precision
+  model, its float32 master weights and their gradients (8P, ``engines.learners.torch_learner``). DeepSpeed
+  ZeRO-2 and ZeRO-3 split all of it over the ranks.
+- **activations** kept for the backward of one micro-batch (the learners keep every layer's; no activation
+  checkpointing): T L (6h + 2k + 2i) b. These are the inputs of a layer's two norms and four projections,
+  queries, keys and values, the attention output (SDPA keeps no score matrix), and the MLP's gate and up
+  products, whose pointwise work the compiled backward recomputes.
+- **LM head**: T V 2 b_h, the logits kept for the backward and their gradient, b_h = 4 with the FP32 head of
+  Section 3.2, else the weights' b (``engines.models.policy.SelectedLogprobs``).
+- **KV cache** of a generator: the rows it samples at once x longest sequence x 2 L k b (the torch
+  generator's static cache, ``engines.generators.static_decoder``, holds every row at full length). The
+  synchronous loop samples a step's rows on the trainer's GPU; PipelineRL's generators (Section 3.1) are
+  processes with their own weights and cache, each sampling chunks of ceil(prompts / generators) groups
+  (``train.offpolicy.pipeline``), on GPUs of their own when the job has them, else on the trainer's.
+
+On one H200 (``bench/results/gpu_bench-H200-fp32-head.md``: 256 rows of 640 tokens, micro-batches of 32 rows,
+the synchronous loop) the peaks measured by ``torch.cuda.max_memory_allocated`` were 17.2 and 21.0 GiB
+(SmolLM2-135M, bf16 and FP32 head) and 32.2 and 43.6 GiB (a Qwen2-0.5B shape); this estimate gives
+17.7, 21.4, 36.7 and 48.3 (``tests/unit/engines/test_memory_estimate.py``), 2-14 % above. Untested beyond
+those: several ranks, PipelineRL's generator GPUs, models of billions of parameters. Allocator
+fragmentation and NCCL buffers come on top: leave a tenth of the card free.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from rlscale.config.schema import RunConfig
+
+GIB = 2 ** 30
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# the prompt length a dry run counts unless told (``rlscale sweep --dry-run --prompt-tokens``)
+DEFAULT_PROMPT_TOKENS = 512
+# tokens allowed for the interruption phrase of a trace that runs out of think budget (Section 3.2)
+PHRASE_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the estimate needs of a decoder (from its Hugging Face config)."""
+
+    params: int
+    layers: int
+    hidden: int
+    kv_width: int  # key/value heads x head size
+    intermediate: int
+    vocab: int
+
+    @classmethod
+    def of_config(cls, config) -> "ModelShape":
+        """From a transformers ``PretrainedConfig`` of a Llama-style decoder (Llama, Qwen2, Qwen3): the
+        parameters counted from its sizes (embeddings, attention with its biases, gated MLP, norms, the head
+        unless tied)."""
+        h, layers, i, vocab = config.hidden_size, config.num_hidden_layers, config.intermediate_size, config.vocab_size
+        heads = config.num_attention_heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or heads
+        head_dim = getattr(config, "head_dim", None) or h // heads
+        q, kv = heads * head_dim, kv_heads * head_dim
+        bias = q + 2 * kv if getattr(config, "attention_bias", False) or config.model_type == "qwen2" else 0
+        qk_norms = 2 * head_dim if config.model_type == "qwen3" else 0
+        per_layer = h * q + 2 * h * kv + q * h + bias + qk_norms + 3 * h * i + 2 * h
+        head = 0 if getattr(config, "tie_word_embeddings", False) else vocab * h
+        return cls(vocab * h + layers * per_layer + h + head, layers, h, kv, i, vocab)
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """The run settings the estimate reads (``MemoryEstimate.of``'s caller builds it from the run config)."""
+
+    weight_bytes: int  # 2 or 4
+    fp32_head: bool
+    learner: str  # "torch" or "deepspeed"
+    zero_stage: int
+    ranks: int  # trainer ranks of the job
+    rows: int  # sequences per step (prompts x generations)
+    chunk_rows: int  # sequences one generator samples at once
+    micro_batch: int  # rows per micro-batch of a rank (0: all its rows)
+    sequence: int  # longest sequence: prompt + completion budget
+    generators: int  # PipelineRL generator processes (0: the synchronous loop, the trainer samples)
+    own_gpus: bool  # the generators sample on GPUs after the trainers' (else on the trainer's GPU)
+
+    @classmethod
+    def of(cls, cfg: RunConfig, prompt_tokens: int) -> "JobLayout":
+        """The layout of ``cfg``'s job with prompts of ``prompt_tokens``: the completion budget is the
+        longest think budget, the phrase and the answer budget (the answer alone with thinking off);
+        PipelineRL's generators get GPUs of their own when the job has more GPUs per node than trainer ranks
+        (``rlscale.gpus.generator_gpus``)."""
+        gen, launcher = cfg.generation, cfg.launcher
+        think = cfg.length.window[1] if cfg.length.name == "interruption" else gen.max_think_tokens
+        completion = (think + PHRASE_TOKENS if gen.think is not False else 0) + gen.max_answer_tokens + 1
+        pipeline = cfg.offpolicy.name == "pipeline"
+        generators = cfg.offpolicy.num_generators if pipeline else 0
+        prompts, generations = cfg.batch.prompts, cfg.batch.generations
+        chunk = -(-prompts // generators) if generators else prompts
+        return cls(BYTES[cfg.model.dtype], cfg.precision.lm_head_fp32, cfg.engine.learner, cfg.engine.zero_stage,
+                   launcher.nodes * launcher.tasks_per_node, prompts * generations, chunk * generations,
+                   cfg.batch.micro_batch, prompt_tokens + completion, generators,
+                   pipeline and launcher.gpus_per_node > launcher.tasks_per_node)
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per GPU: ``trainer`` by part, ``generator`` (None when the trainer samples on its own GPU)."""
+
+    trainer: Dict[str, float]
+    generator: Optional[Dict[str, float]]
+
+    @property
+    def trainer_gib(self) -> float:
+        return sum(self.trainer.values()) / GIB
+
+    @property
+    def generator_gib(self) -> Optional[float]:
+        return None if self.generator is None else sum(self.generator.values()) / GIB
+
+    @classmethod
+    def of(cls, shape: ModelShape, job: JobLayout) -> "MemoryEstimate":
+        p, b = shape.params, job.weight_bytes
+        zero = job.learner == "deepspeed" and job.ranks > 1
+        split = job.ranks if zero else 1
+        states = 8 * p + p * b + (8 * p if b < 4 else 0)
+        rank_rows = -(-job.rows // job.ranks)
+        tokens = (job.micro_batch if 0 < job.micro_batch < rank_rows else rank_rows) * job.sequence
+        head_bytes = 4 if job.fp32_head else b
+        kv_cache = job.chunk_rows * job.sequence * 2 * shape.layers * shape.kv_width * b
+        trainer = {
+            "weights": p * b / (split if zero and job.zero_stage >= 3 else 1),
+            "optimizer": states / split,
+            "activations": tokens * shape.layers * (6 * shape.hidden + 2 * shape.kv_width + 2 * shape.intermediate) * b,
+            "lm_head": tokens * shape.vocab * 2 * head_bytes,
+        }
+        if job.generators and job.own_gpus:
+            return cls(trainer, {"weights": p * b, "kv_cache": kv_cache})
+        shared = {"generator_weights": job.generators * p * b} if job.generators else {}
+        return cls({**trainer, **shared, "kv_cache": max(1, job.generators) * kv_cache}, None)

@@ -1,0 +1,58 @@
+"""``rlscale sweep --dry-run``'s memory table: each distinct job of the sweep's runs with its estimated memory
+per trainer GPU and per generator GPU (``rlscale.engines.memory``), so a job is sized before it is submitted.
+Variants of one model shape and one job layout share a row."""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple, Union
+
+from rich.table import Table
+
+from rlscale.config import typed
+from rlscale.engines.memory import GIB, JobLayout, MemoryEstimate, ModelShape
+from rlscale.results.names import shown
+from rlscale.sweep.resolve import ResolvedRun
+
+PARTS = ("weights", "optimizer", "activations", "lm_head", "generator_weights", "kv_cache")
+
+
+def memory_table(runs: Sequence[ResolvedRun], prompt_tokens: int) -> Table:
+    from rlscale.engines.models.shape import model_shape
+
+    shapes: Dict[str, Union[ModelShape, str]] = {}
+    rows: Dict[Tuple[object, ...], List[str]] = {}
+    for r in runs:
+        cfg = typed(r.cfg)
+        key = repr(cfg.model)
+        if key not in shapes:
+            try:
+                shapes[key] = model_shape(cfg.model)
+            except (ValueError, OSError) as err:
+                shapes[key] = f"no estimate: {err}"
+        names = rows.setdefault((shapes[key], JobLayout.of(cfg, prompt_tokens)), [])
+        names += [] if r.run.variant in names else [r.run.variant]
+    table = Table(title=f"memory per GPU, estimated (prompts of {prompt_tokens} tokens; rlscale.engines.memory)")
+    for column in ("variants", "params", "trainer ranks", "sequence", "per trainer GPU", "per generator GPU"):
+        table.add_column(column, overflow="fold")
+    for (shape, layout), names in rows.items():
+        if isinstance(shape, str):
+            table.add_row(shown(", ".join(names)), shown(shape), "", "", "", "")
+            continue
+        estimate = MemoryEstimate.of(shape, layout)
+        learner = f"{layout.learner} ZeRO-{layout.zero_stage}" if layout.learner == "deepspeed" else layout.learner
+        generator = "" if estimate.generator is None else _gib(estimate.generator)
+        table.add_row(shown(", ".join(names)), _count(shape.params), f"{layout.ranks} ({learner})",
+                      str(layout.sequence), _gib(estimate.trainer), generator)
+    return table
+
+
+def _count(params: int) -> str:
+    """3 significant digits with a unit: 354K, 135M, 8.19B."""
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if params >= scale:
+            return f"{params / scale:.3g}{unit}"
+    return str(params)
+
+
+def _gib(parts: Dict[str, float]) -> str:
+    detail = ", ".join(f"{name} {parts[name] / GIB:.3g}" for name in PARTS if name in parts)
+    return f"{sum(parts.values()) / GIB:.3g} GiB ({detail})"

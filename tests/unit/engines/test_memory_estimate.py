@@ -1,0 +1,102 @@
+"""The memory estimate per GPU (``rlscale.engines.memory``): parameters counted from a config equal the
+instantiated model's, the ZeRO split and the PipelineRL placement by hand, the completion budget read from a
+composed run config, and the estimate against peaks measured on an H200."""
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
+
+from rlscale.config import compose_run_config, typed
+from rlscale.engines.memory import GIB, PHRASE_TOKENS, JobLayout, MemoryEstimate, ModelShape
+from rlscale.engines.models.shape import model_shape
+
+SMALL = dict(vocab_size=300, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+             intermediate_size=96)
+
+
+@pytest.mark.parametrize("config", [
+    LlamaConfig(**SMALL, tie_word_embeddings=False),
+    LlamaConfig(**SMALL, tie_word_embeddings=True),
+    Qwen2Config(**SMALL, tie_word_embeddings=True),  # q/k/v biases
+    Qwen3Config(**SMALL, head_dim=32, tie_word_embeddings=False),  # head size apart from hidden / heads, q/k norms
+], ids=["llama", "llama-tied", "qwen2", "qwen3"])
+def test_parameters_counted_from_the_config_equal_the_models(config):
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    assert ModelShape.of_config(config).params == sum(p.numel() for p in model.parameters())
+
+
+def job(**changes) -> JobLayout:
+    settings = dict(weight_bytes=2, fp32_head=True, learner="deepspeed", zero_stage=3, ranks=4, rows=64,
+                    chunk_rows=64, micro_batch=4, sequence=100, generators=0, own_gpus=False)
+    return JobLayout(**{**settings, **changes})
+
+
+SHAPE = ModelShape(params=1000, layers=2, hidden=8, kv_width=4, intermediate=16, vocab=50)
+
+
+def test_zero_splits_states_over_the_ranks_and_stage_3_the_weights_too():
+    zero3 = MemoryEstimate.of(SHAPE, job()).trainer
+    assert zero3["weights"] == 2000 / 4
+    assert zero3["optimizer"] == (8000 + 2000 + 8000) / 4  # moments, bf16 gradients, fp32 masters + their grads
+    assert zero3["activations"] == 4 * 100 * 2 * (6 * 8 + 2 * 4 + 2 * 16) * 2  # 4 of the rank's 16 rows
+    assert zero3["lm_head"] == 400 * 50 * 2 * 4  # FP32 head: logits and their gradient in float32
+    assert zero3["kv_cache"] == 64 * 100 * 2 * 2 * 4 * 2  # the synchronous loop samples every row on rank 0
+    zero2 = MemoryEstimate.of(SHAPE, job(zero_stage=2)).trainer
+    assert zero2["weights"] == 2000 and zero2["optimizer"] == zero3["optimizer"]
+    alone = MemoryEstimate.of(SHAPE, job(learner="torch", ranks=1, micro_batch=0, weight_bytes=4, fp32_head=False))
+    assert alone.trainer["optimizer"] == 8000 + 4000  # float32: no master copy
+    assert alone.trainer["activations"] == 64 * 100 * 2 * 88 * 4 and alone.trainer["lm_head"] == 6400 * 50 * 2 * 4
+
+
+def test_pipeline_generators_hold_weights_and_cache_on_their_gpu_or_on_the_trainers():
+    own = MemoryEstimate.of(SHAPE, job(generators=2, own_gpus=True, chunk_rows=32))
+    assert own.generator == {"weights": 2000, "kv_cache": 32 * 100 * 2 * 2 * 4 * 2} and "kv_cache" not in own.trainer
+    shared = MemoryEstimate.of(SHAPE, job(generators=2, own_gpus=False, chunk_rows=32))
+    assert shared.generator is None and shared.generator_gib is None
+    assert shared.trainer["generator_weights"] == 4000 and shared.trainer["kv_cache"] == 2 * own.generator["kv_cache"]
+
+
+def compose(overrides):
+    return typed(compose_run_config(overrides))
+
+
+def test_the_layout_of_a_composed_run_config():
+    cfg = compose(["batch.prompts=16", "batch.generations=8", "batch.micro_batch=32", "length.window=[100,120]",
+                   "generation.max_answer_tokens=30", "offpolicy=pipeline", "offpolicy.num_generators=2",
+                   "engine.learner=deepspeed", "launcher.tasks_per_node=2", "launcher.gpus_per_node=4"])
+    layout = JobLayout.of(cfg, prompt_tokens=200)
+    assert layout.sequence == 200 + 120 + PHRASE_TOKENS + 30 + 1
+    assert (layout.rows, layout.chunk_rows, layout.micro_batch) == (128, 64, 32)  # 2 generators, 8 prompts each
+    assert (layout.ranks, layout.generators, layout.own_gpus) == (2, 2, True)
+    synchronous = JobLayout.of(compose(["offpolicy=ppo", "batch.prompts=16", "batch.generations=8"]), 10)
+    assert synchronous.generators == 0 and synchronous.chunk_rows == 128
+
+
+def test_the_tiny_models_shape_is_its_own():
+    cfg = compose([])
+    assert model_shape(cfg.model).layers == cfg.model.num_layers
+    with pytest.raises(ValueError, match="model.path"):
+        model_shape(compose(["model=hf", "model.path=/nonexistent"]).model)
+
+
+# Peaks of torch.cuda.max_memory_allocated over the RL step on one H200 (bench/results/gpu_bench-H200-fp32-head.md,
+# 2026-11-28, c6e5351): 256 rows of 640 tokens, micro-batches of 32 rows, bf16 weights, one GPU.
+MEASURED_GIB = {("smollm2-135m", False): 17.22, ("smollm2-135m", True): 20.96,
+                ("qwen2-0.5b", False): 32.23, ("qwen2-0.5b", True): 43.64}
+BENCH_SHAPES = {"smollm2-135m": LlamaConfig(vocab_size=49152, hidden_size=576, num_hidden_layers=30,
+                                            num_attention_heads=9, num_key_value_heads=3, intermediate_size=1536,
+                                            tie_word_embeddings=True),
+                "qwen2-0.5b": Qwen2Config(vocab_size=151936, hidden_size=896, num_hidden_layers=24,
+                                          num_attention_heads=14, num_key_value_heads=2, intermediate_size=4864,
+                                          tie_word_embeddings=True)}
+
+
+@pytest.mark.parametrize("name,fp32_head", sorted(MEASURED_GIB))
+def test_the_estimate_covers_the_measured_peak_within_a_fifth(name, fp32_head):
+    layout = job(learner="torch", ranks=1, rows=256, chunk_rows=256, micro_batch=32, sequence=640, fp32_head=fp32_head)
+    estimate = MemoryEstimate.of(ModelShape.of_config(BENCH_SHAPES[name]), layout).trainer_gib
+    assert MEASURED_GIB[name, fp32_head] <= estimate <= 1.2 * MEASURED_GIB[name, fp32_head]
+    assert estimate == pytest.approx(sum(MemoryEstimate.of(ModelShape.of_config(BENCH_SHAPES[name]), layout)
+                                         .trainer.values()) / GIB)

@@ -1,0 +1,39 @@
+"""``rlscale sweep --dry-run`` prints each distinct job's estimated memory per GPU (``rlscale.engines.memory``),
+for a model known only by its config.json (docs/sizing/qwen3-8b), and says when a model has no shape."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from rlscale.cli import app
+
+QWEN3_8B = Path(__file__).resolve().parents[3] / "docs" / "sizing" / "qwen3-8b"
+PLAN = ["model=hf", f"model.path={QWEN3_8B}", "model.dtype=bfloat16", "engine.learner=deepspeed", "engine.zero_stage=3",
+        "launcher=slurm", "launcher.nodes=2", "launcher.tasks_per_node=4", "launcher.gpus_per_node=8",
+        "offpolicy.num_generators=4", "batch.prompts=8", "batch.generations=16", "batch.micro_batch=1",
+        "generation.max_think_tokens=12288", "generation.max_answer_tokens=2048", "length.window=[12288,12288]"]
+
+
+def dry_run(tmp_path: Path, *args: str):
+    return CliRunner().invoke(app, ["sweep", "conf=loo", "--results", str(tmp_path / "results"), "--dry-run", *args],
+                              env={"COLUMNS": "300"})
+
+
+def test_an_8b_job_known_by_its_config_json_is_sized_per_gpu(tmp_path):
+    result = dry_run(tmp_path, "--prompt-tokens", "512", *PLAN)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "memory per GPU, estimated (prompts of 512 tokens" in text
+    # 512 + 12,288 + 16 + 2,048 + 1 tokens; 8 ZeRO-3 ranks; 4 generators of 2 prompts x 16 generations each
+    assert ("8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ 86.9 GiB (weights 1.91, optimizer 17.2, activations 51, "
+            "lm_head 16.8) │ 80.6 GiB (weights 15.3, kv_cache 65.3) │") in text
+    assert "bf16_head │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ 78.5 GiB" in text  # the bf16 head's half-size logits
+    assert "ppo_offpolicy │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ 348 GiB" in text  # 128 rows on the trainer's GPU
+
+
+def test_a_model_without_a_shape_says_so_and_the_dry_run_goes_on(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = dry_run(tmp_path, "model=hf", f"model.path={tmp_path / 'empty'}")
+    assert result.exit_code == 0, result.output
+    assert "no estimate: model.path=" in " ".join(result.output.split())
