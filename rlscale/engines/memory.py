@@ -109,7 +109,8 @@ class JobLayout:
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes per GPU: ``trainer`` by part, ``generator`` (None when the trainer samples on its own GPU)."""
+    """Bytes per GPU by part: ``trainer`` is rank 0's (the largest: the synchronous loop samples there), ``generator``
+    a PipelineRL generator GPU's (None when the generators share the trainer's GPU or there are none)."""
 
     trainer: Dict[str, float]
     generator: Optional[Dict[str, float]]

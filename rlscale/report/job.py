@@ -31,11 +31,11 @@ class JobView:
         offpolicy = _section(config, "offpolicy")
         learner = str(engine.get("learner", "unknown"))
         pipeline = offpolicy.get("name") == "pipeline"
+        stage = engine.get("zero_stage")
         return cls(nodes=_count(line.get("nodes")), tasks_per_node=_count(line.get("tasks_per_node")),
                    device="cuda" if "gpu_hours" in line else "cpu" if "core_hours" in line else "unknown",
                    gpus=_count(line["gpus"]) if "gpus" in line else None, learner=learner,
-                   zero_stage=int(stage) if learner == "deepspeed" and is_finite_number(stage := engine.get("zero_stage"))
-                   else None,
+                   zero_stage=int(stage) if learner == "deepspeed" and is_finite_number(stage) else None,
                    generators=_count(offpolicy.get("num_generators")) if pipeline else 0)
 
     @property

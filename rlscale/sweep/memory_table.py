@@ -31,7 +31,7 @@ def memory_table(runs: Sequence[ResolvedRun], prompt_tokens: int) -> Table:
         names = rows.setdefault((shapes[key], JobLayout.of(cfg, prompt_tokens)), [])
         names += [] if r.run.variant in names else [r.run.variant]
     table = Table(title=f"memory per GPU, estimated (prompts of {prompt_tokens} tokens; rlscale.engines.memory)")
-    for column in ("variants", "params", "trainer ranks", "sequence", "per trainer GPU", "per generator GPU"):
+    for column in ("variants", "params", "trainer ranks", "sequence", "per trainer GPU (rank 0)", "per generator GPU"):
         table.add_column(column, overflow="fold")
     for (shape, layout), names in rows.items():
         if isinstance(shape, str):

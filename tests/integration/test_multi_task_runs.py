@@ -3,7 +3,7 @@
 - ``rlscale run task=math_code`` trains on sums and code together (``task.name=mixture``): train lines carry each
   part's reward, every eval line carries each part's held-out figures beside the pooled ones, the code part's
   held-out reward rises (the warm-up's noise shifts a function's last constant, which RL fixes from the
-  sandbox's verdicts alone), ``rlscale fit --y val_reward/code,val_reward/math`` fits each part's curve and the
+  sandbox's verdicts alone), ``rlscale fit --y val_reward/math,val_reward/code`` fits each part's curve and the
   report shows them in parallel;
 - ``rlscale run eval=code`` trains on the sums and evaluates the code task's held-out functions beside them at
   every eval (a downstream set, ``val_reward/code``)."""
@@ -48,7 +48,7 @@ def test_a_math_and_code_run_logs_both_parts_and_its_code_reward_rises(tmp_path)
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert samples and all(not s["prompt"].startswith("f(") for s in samples)  # the first logged prompts: sums
     fit = subprocess.run([sys.executable, "-m", "rlscale.cli", "fit", str(tmp_path / "results"), "--y",
-                          "val_reward/code,val_reward/math"], capture_output=True, text=True, timeout=600,
+                          "val_reward/math,val_reward/code"], capture_output=True, text=True, timeout=600,
                          cwd=tmp_path)
     assert fit.returncode == 0, (fit.stdout + fit.stderr)[-3000:]
     printed = " ".join(fit.stdout.split())
@@ -56,7 +56,7 @@ def test_a_math_and_code_run_logs_both_parts_and_its_code_reward_rises(tmp_path)
     report = subprocess.run([sys.executable, "-m", "rlscale.cli", "report", "--html", str(tmp_path / "results")],
                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert report.returncode == 0, (report.stdout + report.stderr)[-3000:]
-    assert "val_reward/code, val_reward/math in parallel" in (tmp_path / "results" / "report.html").read_text()
+    assert "val_reward/math, val_reward/code in parallel" in (tmp_path / "results" / "report.html").read_text()
 
 
 def test_a_downstream_set_is_scored_at_every_eval(tmp_path):
