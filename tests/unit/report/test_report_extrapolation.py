@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 from rich.console import Console
