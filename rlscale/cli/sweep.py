@@ -31,8 +31,9 @@ def sweep_command(
     seeds: Optional[int] = typer.Option(None, "--seeds", help="N runs per variant (<variant>_s<k>, seed=k)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the variants, write the configs and "
                                  "<sbatch-dir>/<sweep>/*.sbatch, submit nothing"),
-    prompt_tokens: int = typer.Option(DEFAULT_PROMPT_TOKENS, "--prompt-tokens", min=1, help="--dry-run: the prompt length its memory "
-                                      "estimate per GPU counts (the completion budget comes from the config)"),
+    prompt_tokens: int = typer.Option(DEFAULT_PROMPT_TOKENS, "--prompt-tokens", min=1,
+                                      help="--dry-run: the prompt length its memory estimate per GPU counts (the "
+                                      "completion budget comes from the config)"),
     sbatch_dir: Optional[Path] = typer.Option(None, "--sbatch-dir", help="where --dry-run writes <sweep>/*.sbatch "
                                               "(default: slurm/ beside the results root)"),
     detach: bool = typer.Option(False, "--detach", help="return once submitted (watch with rlscale status)"),

@@ -31,10 +31,12 @@ fragmentation and NCCL buffers come on top: leave a tenth of the card free.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Optional
 
 from rlscale.config.schema import RunConfig
+from rlscale.gpus import generator_gpus
 
 GIB = 2 ** 30
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -86,14 +88,15 @@ class JobLayout:
     micro_batch: int  # rows per micro-batch of a rank (0: all its rows)
     sequence: int  # longest sequence: prompt + completion budget
     generators: int  # PipelineRL generator processes (0: the synchronous loop, the trainer samples)
-    own_gpus: bool  # the generators sample on GPUs after the trainers' (else on the trainer's GPU)
+    per_gpu: int  # generator processes on the busiest generator GPU (0: they share the trainer's GPU)
 
     @classmethod
     def of(cls, cfg: RunConfig, prompt_tokens: int) -> "JobLayout":
         """The layout of ``cfg``'s job with prompts of ``prompt_tokens``: the completion budget is the
         longest think budget, the phrase and the answer budget (the answer alone with thinking off);
-        PipelineRL's generators get GPUs of their own when the job has more GPUs per node than trainer ranks
-        (``rlscale.gpus.generator_gpus``)."""
+        PipelineRL's generators are placed as the run places them (``rlscale.gpus.generator_gpus``: the GPUs
+        after the trainer ranks', round robin; a lone trainer's own GPU when there is none); ValueError for a
+        shape that leaves them no GPU."""
         gen, launcher = cfg.generation, cfg.launcher
         think = cfg.length.window[1] if cfg.length.name == "interruption" else gen.max_think_tokens
         completion = (think + PHRASE_TOKENS if gen.think is not False else 0) + gen.max_answer_tokens + 1
@@ -101,16 +104,19 @@ class JobLayout:
         generators = cfg.offpolicy.num_generators if pipeline else 0
         prompts, generations = cfg.batch.prompts, cfg.batch.generations
         chunk = -(-prompts // generators) if generators else prompts
+        placed = Counter(generator_gpus(launcher.tasks_per_node, launcher.gpus_per_node, generators))
+        own = bool(placed) and min(placed) >= launcher.tasks_per_node
         return cls(BYTES[cfg.model.dtype], cfg.precision.lm_head_fp32, cfg.engine.learner, cfg.engine.zero_stage,
                    launcher.nodes * launcher.tasks_per_node, prompts * generations, chunk * generations,
                    cfg.batch.micro_batch, prompt_tokens + completion, generators,
-                   pipeline and launcher.gpus_per_node > launcher.tasks_per_node)
+                   max(placed.values()) if own else 0)
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes per GPU by part: ``trainer`` is rank 0's (the largest: the synchronous loop samples there), ``generator``
-    a PipelineRL generator GPU's (None when the generators share the trainer's GPU or there are none)."""
+    """Bytes per GPU by part: ``trainer`` is rank 0's (the largest: the synchronous loop samples there),
+    ``generator`` the busiest PipelineRL generator GPU's (None when the generators share the trainer's GPU or
+    there are none)."""
 
     trainer: Dict[str, float]
     generator: Optional[Dict[str, float]]
@@ -139,7 +145,7 @@ class MemoryEstimate:
             "activations": tokens * shape.layers * (6 * shape.hidden + 2 * shape.kv_width + 2 * shape.intermediate) * b,
             "lm_head": tokens * shape.vocab * 2 * head_bytes,
         }
-        if job.generators and job.own_gpus:
-            return cls(trainer, {"weights": p * b, "kv_cache": kv_cache})
+        if job.generators and job.per_gpu:
+            return cls(trainer, {"weights": job.per_gpu * p * b, "kv_cache": job.per_gpu * kv_cache})
         shared = {"generator_weights": job.generators * p * b} if job.generators else {}
         return cls({**trainer, **shared, "kv_cache": max(1, job.generators) * kv_cache}, None)

@@ -28,14 +28,18 @@ def memory_table(runs: Sequence[ResolvedRun], prompt_tokens: int) -> Table:
                 shapes[key] = model_shape(cfg.model)
             except (ValueError, OSError) as err:
                 shapes[key] = f"no estimate: {err}"
-        names = rows.setdefault((shapes[key], JobLayout.of(cfg, prompt_tokens)), [])
+        try:
+            layout: Union[JobLayout, str] = JobLayout.of(cfg, prompt_tokens)
+        except ValueError as err:
+            layout = f"no estimate: {err}"
+        names = rows.setdefault((shapes[key], layout), [])
         names += [] if r.run.variant in names else [r.run.variant]
     table = Table(title=f"memory per GPU, estimated (prompts of {prompt_tokens} tokens; rlscale.engines.memory)")
     for column in ("variants", "params", "trainer ranks", "sequence", "per trainer GPU (rank 0)", "per generator GPU"):
         table.add_column(column, overflow="fold")
     for (shape, layout), names in rows.items():
-        if isinstance(shape, str):
-            table.add_row(shown(", ".join(names)), shown(shape), "", "", "", "")
+        if isinstance(shape, str) or isinstance(layout, str):
+            table.add_row(shown(", ".join(names)), shown(shape if isinstance(shape, str) else layout), "", "", "", "")
             continue
         estimate = MemoryEstimate.of(shape, layout)
         learner = f"{layout.learner} ZeRO-{layout.zero_stage}" if layout.learner == "deepspeed" else layout.learner

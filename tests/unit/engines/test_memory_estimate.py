@@ -29,7 +29,7 @@ def test_parameters_counted_from_the_config_equal_the_models(config):
 
 def job(**changes) -> JobLayout:
     settings = dict(weight_bytes=2, fp32_head=True, learner="deepspeed", zero_stage=3, ranks=4, rows=64,
-                    chunk_rows=64, micro_batch=4, sequence=100, generators=0, own_gpus=False)
+                    chunk_rows=64, micro_batch=4, sequence=100, generators=0, per_gpu=0)
     return JobLayout(**{**settings, **changes})
 
 
@@ -51,11 +51,13 @@ def test_zero_splits_states_over_the_ranks_and_stage_3_the_weights_too():
 
 
 def test_pipeline_generators_hold_weights_and_cache_on_their_gpu_or_on_the_trainers():
-    own = MemoryEstimate.of(SHAPE, job(generators=2, own_gpus=True, chunk_rows=32))
+    own = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=1, chunk_rows=32))
     assert own.generator == {"weights": 2000, "kv_cache": 32 * 100 * 2 * 2 * 4 * 2} and "kv_cache" not in own.trainer
-    shared = MemoryEstimate.of(SHAPE, job(generators=2, own_gpus=False, chunk_rows=32))
+    shared = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=0, chunk_rows=32))
     assert shared.generator is None and shared.generator_gib is None
     assert shared.trainer["generator_weights"] == 4000 and shared.trainer["kv_cache"] == 2 * own.generator["kv_cache"]
+    doubled = MemoryEstimate.of(SHAPE, job(generators=4, per_gpu=2, chunk_rows=16))  # 4 generators on 2 GPUs
+    assert doubled.generator == {"weights": 4000, "kv_cache": 2 * 16 * 100 * 2 * 2 * 4 * 2}
 
 
 def compose(overrides):
@@ -69,7 +71,7 @@ def test_the_layout_of_a_composed_run_config():
     layout = JobLayout.of(cfg, prompt_tokens=200)
     assert layout.sequence == 200 + 120 + PHRASE_TOKENS + 30 + 1
     assert (layout.rows, layout.chunk_rows, layout.micro_batch) == (128, 64, 32)  # 2 generators, 8 prompts each
-    assert (layout.ranks, layout.generators, layout.own_gpus) == (2, 2, True)
+    assert (layout.ranks, layout.generators, layout.per_gpu) == (2, 2, 1)
     synchronous = JobLayout.of(compose(["offpolicy=ppo", "batch.prompts=16", "batch.generations=8"]), 10)
     assert synchronous.generators == 0 and synchronous.chunk_rows == 128
 
