@@ -304,11 +304,16 @@ class LauncherConfig:
     qos: Optional[str] = knob(None, "slurm: quality of service")
     gpus_per_node: int = knob(0, "slurm: GPUs per job")
     nodes: int = knob(1, "nodes of one run's job (more than 1: launcher=slurm); the run's trainer ranks are "
-                      "``nodes`` x ``tasks_per_node``, data parallel over DeepSpeed ZeRO")
-    tasks_per_node: int = knob(1, "trainer ranks per node of one run's job (more than one rank in all: "
-                               "engine.learner=deepspeed; on CUDA at most ``gpus_per_node``, each rank on the GPU of "
-                               "its local rank); rank 0 generates, evaluates and writes the run folder, the other "
-                               "ranks share each update")
+                      "``nodes`` x ``tasks_per_node`` less ``generator_tasks``, data parallel over DeepSpeed ZeRO")
+    tasks_per_node: int = knob(1, "tasks per node of one run's job: trainer ranks (more than one in all: "
+                               "engine.learner=deepspeed; on CUDA at most ``gpus_per_node``, each task on the GPU of "
+                               "its local rank), then the generator tasks; rank 0 generates (unless generator tasks "
+                               "do), evaluates and writes the run folder, the other ranks share each update")
+    generator_tasks: int = knob(0, "the job's last tasks that run PipelineRL's generators instead of trainer ranks, "
+                                "one generator each (on CUDA on its task's GPU), on any node, e.g. a second node of 8; "
+                                "they take the published weights over the network "
+                                "(rlscale.train.offpolicy.pipeline_remote). 0: the generators are "
+                                "``offpolicy.num_generators`` processes of rank 0, on its node", "Sec. 3.1")
     cpus_per_task: int = knob(1, "slurm: CPUs per job")
     mem_gb: float = knob(4.0, "slurm: memory per job in GB")
     timeout_min: int = knob(60, "slurm: time limit of a job in minutes")
@@ -363,14 +368,22 @@ class RunConfig:
                           "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
 
 
-ABSENT_AS_DEFAULT = ("mixture", "eval")
-"""Sections that config.yaml files written before them lack. Such a file reads them as their defaults (the schema
-fills them in), and wherever configs are compared or hashed a section at its default is left out
+ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks")
+"""Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
+schema fills them in), and wherever configs are compared or hashed one at its default is left out
 (``without_default_sections``), so those run folders keep their identity and resume."""
 
 
 def without_default_sections(fields: Dict[str, Any]) -> Dict[str, Any]:
-    """``fields`` (a whole config as nested dicts) less each ``ABSENT_AS_DEFAULT`` section that equals its
+    """``fields`` (a whole config as nested dicts) less each ``ABSENT_AS_DEFAULT`` section or field that equals its
     default."""
     defaults = asdict(RunConfig())
-    return {key: value for key, value in fields.items() if key not in ABSENT_AS_DEFAULT or value != defaults[key]}
+    kept = dict(fields)
+    for dotted in ABSENT_AS_DEFAULT:
+        section, _, leaf = dotted.rpartition(".")
+        into, default = (kept, defaults) if not section else (dict(kept.get(section, {})), defaults[section])
+        if leaf in into and into[leaf] == default[leaf]:
+            del into[leaf]
+        if section and section in kept:
+            kept[section] = into
+    return kept

@@ -27,7 +27,8 @@ POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer
 NON_NEGATIVE = ("batch.micro_batch", "offpolicy.max_lag", "offpolicy.batches_per_version",
                 "offpolicy.update_every_tokens", "optim.weight_decay", "optim.warmup_steps", "loss.eps_low",
                 "loss.kl_coef", "filtering.max_rounds", "engine.threads", "curriculum.pool_size",
-                "launcher.gpus_per_node", "launcher.max_parallel", "seed", "trainer.eval_samples_logged")
+                "launcher.gpus_per_node", "launcher.max_parallel", "launcher.generator_tasks", "seed",
+                "trainer.eval_samples_logged")
 NAMES = ("sweep", "variant")  # they name the run's folder results/<sweep>/<variant>
 SEEDS = ("seed", "task.seed")
 MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
@@ -168,14 +169,16 @@ def file_problems(where: str, task: DictConfig) -> List[str]:
 
 
 def job_shape_problems(cfg: DictConfig) -> List[str]:
-    """A run over several trainer ranks (``launcher.nodes`` x ``launcher.tasks_per_node``) needs the DeepSpeed
-    learner, several nodes need SLURM, and on CUDA each rank of a node needs a GPU of its own, and PipelineRL's
-    generators GPUs beyond those (``rlscale.gpus.generator_gpus``)."""
+    """A run over several trainer ranks (``launcher.nodes`` x ``launcher.tasks_per_node`` less the generator tasks)
+    needs the DeepSpeed learner, several nodes need SLURM, and on CUDA each task of a node needs a GPU of its own,
+    and PipelineRL's generator processes GPUs beyond the trainers' (``rlscale.gpus.generator_gpus``)."""
     launcher = cfg.launcher
-    if launcher.nodes < 1 or launcher.tasks_per_node < 1:
-        return []  # said by the POSITIVE check
-    ranks = launcher.nodes * launcher.tasks_per_node
-    problems = []
+    if launcher.nodes < 1 or launcher.tasks_per_node < 1 or launcher.generator_tasks < 0:
+        return []  # said by the POSITIVE and NON_NEGATIVE checks
+    ranks = launcher.nodes * launcher.tasks_per_node - launcher.generator_tasks
+    problems = generator_task_problems(cfg)
+    if problems:
+        return problems
     if ranks > 1 and cfg.engine.learner != "deepspeed":
         field_name = "launcher.tasks_per_node" if launcher.tasks_per_node > 1 else "launcher.nodes"
         problems.append(f"field '{field_name}': {ranks} trainer ranks need engine.learner=deepspeed "
@@ -186,12 +189,32 @@ def job_shape_problems(cfg: DictConfig) -> List[str]:
     if cfg.engine.device == "cuda" and launcher.tasks_per_node > max(1, launcher.gpus_per_node):
         problems.append(f"field 'launcher.tasks_per_node': {launcher.tasks_per_node} ranks per node with "
                         f"engine.device=cuda need as many GPUs, got launcher.gpus_per_node={launcher.gpus_per_node}")
-    elif cfg.engine.device == "cuda" and cfg.offpolicy.name == "pipeline" and launcher.tasks_per_node > 1:
+    elif (cfg.engine.device == "cuda" and cfg.offpolicy.name == "pipeline" and launcher.tasks_per_node > 1
+          and not launcher.generator_tasks):
         try:  # PipelineRL's generators take the node's GPUs after the trainer ranks'
             generator_gpus(launcher.tasks_per_node, launcher.gpus_per_node, cfg.offpolicy.num_generators)
         except ValueError as err:
             problems.append(str(err))
     return problems
+
+
+def generator_task_problems(cfg: DictConfig) -> List[str]:
+    """``launcher.generator_tasks`` > 0: PipelineRL's generators, one per task, are the job's last tasks, so the
+    job keeps at least one trainer rank and ``offpolicy.num_generators`` counts those tasks."""
+    launcher, tasks = cfg.launcher, cfg.launcher.nodes * cfg.launcher.tasks_per_node
+    if not launcher.generator_tasks:
+        return []
+    field_name = "field 'launcher.generator_tasks'"
+    if cfg.offpolicy.name != "pipeline":
+        return [f"{field_name}: generator tasks serve PipelineRL (offpolicy=pipeline), got "
+                f"offpolicy={cfg.offpolicy.name}"]
+    if launcher.generator_tasks >= tasks:
+        return [f"{field_name}: {launcher.generator_tasks} of the job's {tasks} tasks (launcher.nodes x "
+                "launcher.tasks_per_node) leave no trainer rank"]
+    if cfg.offpolicy.num_generators != launcher.generator_tasks:
+        return [f"field 'offpolicy.num_generators': {cfg.offpolicy.num_generators}, but the generators are the "
+                f"job's {launcher.generator_tasks} generator tasks (launcher.generator_tasks); set both alike"]
+    return []
 
 
 def _floats(node, prefix: str = "") -> Iterator[Tuple[str, float]]:

@@ -95,8 +95,8 @@ class JobLayout:
         """The layout of ``cfg``'s job with prompts of ``prompt_tokens``: the completion budget is the
         longest think budget, the phrase and the answer budget (the answer alone with thinking off);
         PipelineRL's generators are placed as the run places them (``rlscale.gpus.generator_gpus``: the GPUs
-        after the trainer ranks', round robin; a lone trainer's own GPU when there is none); ValueError for a
-        shape that leaves them no GPU."""
+        after the trainer ranks', round robin; a lone trainer's own GPU when there is none; or one per generator task,
+        ``launcher.generator_tasks``); ValueError for a shape that leaves them no GPU."""
         gen, launcher = cfg.generation, cfg.launcher
         think = cfg.length.window[1] if cfg.length.name == "interruption" else gen.max_think_tokens
         completion = (think + PHRASE_TOKENS if gen.think is not False else 0) + gen.max_answer_tokens + 1
@@ -104,12 +104,14 @@ class JobLayout:
         generators = cfg.offpolicy.num_generators if pipeline else 0
         prompts, generations = cfg.batch.prompts, cfg.batch.generations
         chunk = -(-prompts // generators) if generators else prompts
-        placed = Counter(generator_gpus(launcher.tasks_per_node, launcher.gpus_per_node, generators))
-        own = bool(placed) and min(placed) >= launcher.tasks_per_node
+        if launcher.generator_tasks:  # one generator per task of its own, on its task's GPU
+            per_gpu = 1 if pipeline else 0
+        else:
+            placed = Counter(generator_gpus(launcher.tasks_per_node, launcher.gpus_per_node, generators))
+            per_gpu = max(placed.values()) if placed and min(placed) >= launcher.tasks_per_node else 0
         return cls(BYTES[cfg.model.dtype], cfg.precision.lm_head_fp32, cfg.engine.learner, cfg.engine.zero_stage,
-                   launcher.nodes * launcher.tasks_per_node, prompts * generations, chunk * generations,
-                   cfg.batch.micro_batch, prompt_tokens + completion, generators,
-                   max(placed.values()) if own else 0)
+                   launcher.nodes * launcher.tasks_per_node - launcher.generator_tasks, prompts * generations,
+                   chunk * generations, cfg.batch.micro_batch, prompt_tokens + completion, generators, per_gpu)
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,23 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
                       downstream)
 
 
+def serve_generator_task(cfg: RunConfig, run_dir: Path, index: int) -> int:
+    """Generator task ``index`` of the run's job (``launcher.generator_tasks``): the run's policy and generator on
+    this task's device (its local rank's GPU on CUDA), serving rank 0's chunks until the run is over
+    (rlscale.train.offpolicy.pipeline_remote); returns the chunks served."""
+    from rlscale.train.offpolicy.pipeline_remote import serve_generator_task as serve
+    from rlscale.train.offpolicy.pipeline_workers import GeneratorSpec
+
+    device = prepare_process(cfg)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    model, tok = build_policy(cfg, build_task(cfg), device)
+    settings = GeneratorSettings.of(cfg)
+    spec = GeneratorSpec(settings, cfg.offpolicy, tok, cfg.batch.generations, cfg.engine.threads)
+    return serve(spec, lambda replica: build_generator(settings, replica, tok, device), model, index,
+                 cfg.launcher.generator_tasks, Path(run_dir) / f"generator-task-{index}.log")
+
+
 def follower_rank() -> bool:
     """True on ranks > 0 of a multi-process launch (torchrun and the deepspeed launcher set RANK)."""
     return int(os.environ.get("RANK", "0")) > 0

@@ -3,16 +3,16 @@
 The measured unit is named for what it measures. On CUDA, ``gpu_hours`` = wall seconds of the training
 work (generation + updates, evaluation excluded) x every GPU the job holds / 3600, less the seconds spent
 compiling and capturing graphs (``rlscale.engines.compile_cost``: a fixed cost of starting a process, logged
-apart as ``compile_s``). The GPUs the job holds are those rank 0 sees on its node times the job's nodes; a
-run over several trainer ranks (``launcher.nodes`` x ``launcher.tasks_per_node``, each rank on a GPU of its
-node) thus counts world size x wall at least, as the paper's C counts every GPU of a run (Sec. 2). On CPU,
+apart as ``compile_s``). The GPUs the job holds are those rank 0 sees on its node times the job's nodes (those
+of its generator tasks included, ``launcher.generator_tasks``); a run over several trainer ranks (each rank on a
+GPU of its node) thus counts world size x wall at least, as the paper's C counts every GPU of a run (Sec. 2). On CPU,
 ``core_hours`` = CPU seconds of rank 0's process and its children (the PipelineRL generator processes
 included), plus those the other trainer ranks spent on each update, / 3600; a CPU run carries no
 ``gpu_hours`` (CPU runs do not compile). Both are measured and move with machine load. ``flops`` is analytic (it depends on the tokens alone, so the
 same seed gives the same value on any machine): 2 x params per processed token for generation (prefill +
 decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or KL reference).
 ``samples`` and ``tokens`` (generated) are counts. A run over several trainer ranks adds its job shape,
-``nodes`` and ``tasks_per_node``, to every line; a CUDA run adds ``gpus``, the GPUs its ``gpu_hours`` count.
+``nodes`` and ``tasks_per_node`` (and ``generator_tasks`` when it has them), to every line; a CUDA run adds ``gpus``, the GPUs its ``gpu_hours`` count.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from rlscale.engines.compile_cost import STALLS
+from rlscale.train.ranks import job_tasks
 
 
 def cpu_seconds() -> float:
@@ -45,20 +46,29 @@ class ComputeTotals:
 @dataclass(frozen=True)
 class JobShape:
     """The nodes and trainer ranks per node of the run's job, from torch's distributed environment
-    (``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``: exported by rlscale.train.ranks, or set by torchrun)."""
+    (``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``: exported by rlscale.train.ranks, or set by torchrun), and its generator
+    tasks (``launcher.generator_tasks``), which may hold nodes of their own (``job_nodes``)."""
 
     nodes: int = 1
     tasks_per_node: int = 1
+    generator_tasks: int = 0
+    job_nodes: int = 1
 
     @classmethod
     def of_environment(cls) -> "JobShape":
         world = int(os.environ.get("WORLD_SIZE", "1"))
         per_node = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
-        return cls(max(1, world // max(1, per_node)), max(1, per_node))
+        tasks, job_per_node, generators = job_tasks()
+        nodes = max(1, world // max(1, per_node))
+        return cls(nodes, max(1, per_node), generators, max(nodes, -(-tasks // max(1, job_per_node))))
 
     def as_metrics(self) -> dict:
-        """The metrics-line fields of a run over several ranks (none for a single process)."""
-        return {} if self.nodes * self.tasks_per_node == 1 else asdict(self)
+        """The metrics-line fields of a run over several ranks or with generator tasks (none for a single
+        process)."""
+        if self.nodes * self.tasks_per_node == 1 and not self.generator_tasks:
+            return {}
+        shape = {"nodes": self.nodes, "tasks_per_node": self.tasks_per_node}
+        return {**shape, "generator_tasks": self.generator_tasks} if self.generator_tasks else shape
 
 
 class ComputeMeter:
@@ -69,7 +79,7 @@ class ComputeMeter:
         self.params = params
         self.device_type = device_type
         self.shape = JobShape.of_environment()
-        self.num_devices = num_devices * self.shape.nodes
+        self.num_devices = num_devices * self.shape.job_nodes
         self.totals = ComputeTotals()
 
     def measure(self) -> "_Span":

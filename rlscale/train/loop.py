@@ -34,8 +34,10 @@ from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
 from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, RunIdentity, check_resumable,
                                       load_checkpoint, remove_stale_temporaries, save_checkpoint)
-from rlscale.train.components import Components, build_components, build_follower_learner, follower_rank
+from rlscale.train.components import (Components, build_components, build_follower_learner, follower_rank,
+                                      serve_generator_task)
 from rlscale.train.evaluate import evaluate
+from rlscale.train.ranks import split_generator_tasks
 
 log = logging.getLogger("rlscale.train")
 
@@ -265,12 +267,17 @@ def train(cfg: RunConfig, run_dir: Path, stop_at: Optional[int] = None,
           sinks: Sequence[MetricsSink] = ()) -> str:
     """Train or resume one run (pausing at step ``stop_at``: state pending); write status.json; return the
     final state. Ranks > 0 of a DeepSpeed launch only mirror rank 0's learner calls and write nothing
-    (``rlscale.core.protocols.FollowerLearner``).
+    (``rlscale.core.protocols.FollowerLearner``); the job's generator tasks (``launcher.generator_tasks``) serve
+    rank 0's generation until the run is over.
 
     The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
     metrics or load a damaged checkpoint or another run's is refused (rlscale.train.checkpoint.
     check_resumable): both raise ``Refused`` before status.json or anything else is written. Temporary
     checkpoint files a killed writer left are then removed, and said so."""
+    generator_task = split_generator_tasks(cfg.launcher.generator_tasks)
+    if generator_task is not None:
+        serve_generator_task(cfg, run_dir, generator_task)
+        return RunState.DONE.value
     if follower_rank():
         build_follower_learner(cfg).follow()
         return RunState.DONE.value

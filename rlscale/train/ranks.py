@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -60,3 +61,38 @@ def export_job_ranks() -> JobRanks:
     env = TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
     return JobRanks(env.rank, env.world_size, env.local_rank, env.local_world_size, env.master_addr,
                     env.master_port)
+
+
+JOB_TASKS_ENV = "RLSCALE_JOB_TASKS"  # "tasks,tasks per node,generator tasks" of the job, before the split
+
+
+def split_generator_tasks(generator_tasks: int) -> Optional[int]:
+    """Split the job's tasks between trainer ranks and ``launcher.generator_tasks`` generator tasks (the job's last
+    ones, ``rlscale.train.offpolicy.pipeline_remote``). A generator task gets its index among them; a trainer rank
+    gets None, with torch's ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` narrowed to the trainer ranks (of the job, of
+    its node), so the trainers' process group leaves the generator tasks out. The job's own counts are kept in
+    ``RLSCALE_JOB_TASKS`` (the split is made once, however often it is asked for)."""
+    if generator_tasks < 1 or "RANK" not in os.environ:
+        return None
+    if JOB_TASKS_ENV not in os.environ:
+        os.environ[JOB_TASKS_ENV] = ",".join((os.environ["WORLD_SIZE"], os.environ.get("LOCAL_WORLD_SIZE",
+                                                                                        os.environ["WORLD_SIZE"]),
+                                              str(generator_tasks)))
+    tasks, per_node, _ = (int(value) for value in os.environ[JOB_TASKS_ENV].split(","))
+    trainers = tasks - generator_tasks
+    rank = int(os.environ["RANK"])
+    if rank >= trainers:
+        return rank - trainers
+    first_of_node = rank - int(os.environ.get("LOCAL_RANK", "0"))
+    os.environ["WORLD_SIZE"] = str(trainers)
+    os.environ["LOCAL_WORLD_SIZE"] = str(min(per_node, trainers - first_of_node))
+    return None
+
+
+def job_tasks() -> Tuple[int, int, int]:
+    """(tasks, tasks per node, generator tasks) of this process's job: (1, 1, 0) for a single process."""
+    if JOB_TASKS_ENV in os.environ:
+        tasks, per_node, generators = (int(value) for value in os.environ[JOB_TASKS_ENV].split(","))
+        return tasks, per_node, generators
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    return world, int(os.environ.get("LOCAL_WORLD_SIZE", str(world))), 0

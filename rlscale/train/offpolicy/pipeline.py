@@ -50,6 +50,7 @@ from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.rl import PoolExhausted
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.checkpoint import CHECKPOINT
+from rlscale.train.offpolicy.pipeline_remote import RemoteGeneratorPool
 from rlscale.train.offpolicy.pipeline_weights import POLL_S, Weights
 from rlscale.train.offpolicy.pipeline_workers import ChunkRequest, ChunkResult, GeneratorPool, GeneratorSpec, generator_devices
 from rlscale.train.rollouts import RolloutSampler
@@ -90,7 +91,7 @@ class PipelineSource:
     """PipelineRL-k as a ``RolloutSource`` (see the module docstring for the protocol and its bound)."""
 
     def __init__(self, off: OffpolicyConfig, generator: GeneratorSettings, batch: BatchConfig, sampler: RolloutSampler,
-                 model: torch.nn.Module, run_dir: Path):
+                 model: torch.nn.Module, run_dir: Path, generator_tasks: int = 0):
         if off.num_generators < 1 or off.queue_size < 1:
             raise ValueError(f"offpolicy.num_generators and offpolicy.queue_size must be >= 1, got "
                              f"{off.num_generators} and {off.queue_size}")
@@ -102,10 +103,14 @@ class PipelineSource:
         self.chunk = math.ceil(self.prompts / off.num_generators)
         self.seed = generator.seed
         device = next(model.parameters()).device
-        spec = GeneratorSpec(generator, off, sampler.tok, batch.generations,
-                             split_cpu_threads(device, off.num_generators))
-        self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.queue_size,
-                                     run_dir)
+        if generator_tasks:  # the job's generator tasks (rlscale.train.offpolicy.pipeline_remote)
+            slots = off.max_lag + 1 if self.scheduled else 1
+            self.workers = RemoteGeneratorPool(generator_tasks, model, slots, off.queue_size)
+        else:
+            spec = GeneratorSpec(generator, off, sampler.tok, batch.generations,
+                                 split_cpu_threads(device, off.num_generators))
+            self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.queue_size,
+                                         run_dir)
         self.consumed = 0                      # groups handed to the trainer
         self.issued = 0                        # groups sent to the generators (stream positions < issued)
         self.ready: Deque[ScoredGroup] = deque()          # scored, in stream order, not yet consumed
@@ -120,8 +125,10 @@ class PipelineSource:
     @classmethod
     def from_config(cls, cfg: RunConfig, sampler: RolloutSampler, model: torch.nn.Module,
                     run_dir: Path) -> "PipelineSource":
-        """``offpolicy=pipeline``: generator processes with the run's generator settings."""
-        return cls(cfg.offpolicy, GeneratorSettings.of(cfg), cfg.batch, sampler, model, run_dir)
+        """``offpolicy=pipeline``: generator processes with the run's generator settings, or the job's generator
+        tasks (``launcher.generator_tasks``)."""
+        return cls(cfg.offpolicy, GeneratorSettings.of(cfg), cfg.batch, sampler, model, run_dir,
+                   cfg.launcher.generator_tasks)
 
     # -- the stream ----------------------------------------------------------------------------
     def _issue(self, upto: int) -> None:

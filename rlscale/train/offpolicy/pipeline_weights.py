@@ -113,6 +113,14 @@ class PolicyReplica:
         self.version = -1
         self.load_seconds = 0.0
 
+    def published(self) -> int:
+        """The newest version published (-1 before the first)."""
+        return self.shared.version.value
+
+    def need(self, check: Callable[[], None]) -> Tuple[int, int]:
+        """The trainer's version and the stream positions its step needs (``SharedWeights.need``)."""
+        return self.shared.need(check)
+
     def refresh(self, check: Callable[[], None]) -> int:
         """Load the newest published weights if their version changed; returns the version now held."""
         return self.version if self.shared.version.value == self.version else self._copy_in(None, check)
@@ -155,7 +163,7 @@ class ScheduledVersions:
     decode step s samples with version ``issued + s // every``, the chunk's issue version plus one per
     ``every`` tokens, waiting for it to be published; but never past the trainer's version at the step
     that consumes the chunk, since that step publishes nothing until the chunk arrives. That version is
-    known once the trainer needs the chunk (``SharedWeights.need``). Either way the version depends only
+    known once the trainer needs the chunk (``PolicyReplica.need``). Either way the version depends only
     on the stream, not on timing, so one seed gives one curve."""
 
     def __init__(self, replica: PolicyReplica, issued: int, position: int, every: int, check: Callable[[], None]):
@@ -171,11 +179,10 @@ class ScheduledVersions:
         self.check()
         wanted = self.issued + self.step // self.every
         self.step += 1
-        shared = self.replica.shared
         start = polled = time.monotonic()
         wait = WAIT_S
-        while shared.version.value < wanted:
-            version, upto = shared.need(self.check)
+        while self.replica.published() < wanted:
+            version, upto = self.replica.need(self.check)
             if self.position < upto and version < wanted:
                 wanted = version
                 break

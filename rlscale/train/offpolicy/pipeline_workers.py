@@ -136,6 +136,32 @@ class GeneratorStatus:
         return int(sum(self.values[self._at(rank, self.FINISHED)] for rank in range(self.n)))
 
 
+@dataclass
+class GeneratedChunk:
+    """A chunk's completions and what sampling them cost: CPU seconds, seconds compiling and capturing graphs,
+    seconds waiting for scheduled versions (idle)."""
+
+    completions: List[Completion]
+    cpu_seconds: float
+    compile_seconds: float
+    waited: float
+
+
+def generate_chunk(spec: GeneratorSpec, generator, replica, request: ChunkRequest,
+                   check: Callable[[], None]) -> GeneratedChunk:
+    """Sample ``spec.generations`` completions of each of the request's prompts with the request's seed, the
+    replica (a ``PolicyReplica`` or a remote one) taking new versions between decode steps: the newest
+    (``NewestVersions``) or the chunk's schedule (``ScheduledVersions``)."""
+    cpu, stalled = time.process_time(), STALLS.seconds
+    prompts = [p for p in request.prompts for _ in range(spec.generations)]
+    every = spec.offpolicy.update_every_tokens
+    versions = (ScheduledVersions(replica, request.version, request.position, every, check) if every
+                else NewestVersions(replica, check))
+    completions = generator.generate(prompts, torch.Generator().manual_seed(request.seed),
+                                     version=versions.prefill(), version_hook=versions)
+    return GeneratedChunk(completions, time.process_time() - cpu, STALLS.seconds - stalled, versions.waited)
+
+
 def _poll(action: Callable[[], Any], check: Callable[[], None]) -> Any:
     """Run a blocking queue operation in POLL_S slices, calling ``check`` between them."""
     while True:
@@ -164,20 +190,14 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
             STALLS.hook_compiler()
         replica = PolicyReplica(shared, torch.device(device))
         generator = build_generator(spec.generator, replica.model, spec.tok, torch.device(device))
-        every = spec.offpolicy.update_every_tokens
         while True:
             request: ChunkRequest = _poll(lambda: requests.get(timeout=POLL_S), check)
             status.started(rank)
-            cpu, stalled = time.process_time(), STALLS.seconds
-            prompts = [p for p in request.prompts for _ in range(spec.generations)]
-            versions = (ScheduledVersions(replica, request.version, request.position, every, check) if every
-                        else NewestVersions(replica, check))
-            completions = generator.generate(prompts, torch.Generator().manual_seed(request.seed),
-                                             version=versions.prefill(), version_hook=versions)
+            done = generate_chunk(spec, generator, replica, request, check)
             path = Path(spool) / f"chunk-{request.position}.pkl"
-            atomic_write(path, lambda tmp: tmp.write_bytes(pickle.dumps(completions)))
-            ready = ChunkReady(request.position, str(path), time.process_time() - cpu, STALLS.seconds - stalled)
-            status.finished(rank, replica.load_seconds, versions.waited)
+            atomic_write(path, lambda tmp: tmp.write_bytes(pickle.dumps(done.completions)))
+            ready = ChunkReady(request.position, str(path), done.cpu_seconds, done.compile_seconds)
+            status.finished(rank, replica.load_seconds, done.waited)
             _poll(lambda: results.put(ready, timeout=POLL_S), check)
     except Exception:
         Path(log_path).write_text(traceback.format_exc())
