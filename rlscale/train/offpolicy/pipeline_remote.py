@@ -23,7 +23,8 @@ A ZeRO-3 learner's ``state_dict()`` is the gathered full model, the one thing ra
 
 Failure handling, never a hang: a generator that raises writes ``failed/<g>`` and its traceback to
 ``generator-task-<g>.log`` in the run folder; one whose heartbeat stops for ``HEARTBEAT_TIMEOUT_S`` is
-declared gone; rank 0 raises ``RuntimeError`` naming it wherever it waits. A generator whose rank 0 is gone
+declared gone (``SILENCE_S`` once a publication to it failed); rank 0 raises ``RuntimeError`` naming it
+wherever it waits. A generator whose rank 0 is gone
 loses the store and exits.
 """
 from __future__ import annotations
@@ -49,6 +50,7 @@ STORE_PORT_OFFSET = 2  # MASTER_PORT + 1 is the job channel's store
 CONNECT_TIMEOUT = timedelta(minutes=10)  # for every generator task to join, and for one publication
 HEARTBEAT_S = 1.0
 HEARTBEAT_TIMEOUT_S = 30.0  # a thread beats, whatever the main thread does: only a dead process stops it
+SILENCE_S = 3.0  # after a failed publication: a generator task whose heartbeat stands still this long is gone
 BUCKET_BYTES = 256 << 20  # weights broadcast per collective at most
 
 
@@ -169,6 +171,12 @@ class RemoteGeneratorPool:
             elif now - since > HEARTBEAT_TIMEOUT_S:
                 raise RuntimeError(f"generator task {g} is gone: no heartbeat for {now - since:.0f} s")
 
+    def silent(self, seconds: float) -> List[int]:
+        """The generator tasks whose heartbeat does not move within ``seconds``."""
+        before = [int(self.store.add(f"beat/{g}", 0)) for g in range(self.count)]
+        time.sleep(seconds)
+        return [g for g in range(self.count) if int(self.store.add(f"beat/{g}", 0)) == before[g]]
+
     def waiting(self) -> int:
         return self.status.chunks_finished() - self.received
 
@@ -182,8 +190,12 @@ class RemoteGeneratorPool:
             broadcast_weights(self.group, list(weights.values()), receive=False)
         except RuntimeError as err:
             self.check()
-            raise RuntimeError(f"weight publication {version} to the generator tasks failed: "
-                               f"{' '.join(str(err).split())[:300]}") from None
+            cause = " ".join(str(err).split())
+            cause = cause.split("] ", 1)[-1].split(". ", 1)[0][:200]  # gloo's message less its source line
+            silent = self.silent(SILENCE_S)
+            who = (f"generator task {', '.join(map(str, silent))} is gone (no heartbeat for {SILENCE_S:.0f} s)"
+                   if silent else "the generator tasks beat")
+            raise RuntimeError(f"weight publication {version} failed ({cause}): {who}") from None
         if self.slots > 1:  # scheduled updates: a checkpoint saves the older versions still in use
             self.published_copies[version] = {k: t.detach().to("cpu", copy=True) for k, t in weights.items()}
             self.published_copies.pop(version - self.slots, None)
