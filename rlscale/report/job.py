@@ -2,7 +2,7 @@
 learner and the PipelineRL generator processes (Section 3.1: the trainer / generator split).
 
 The shape the ranks found is in the metrics lines (``nodes``, ``tasks_per_node`` of a run over several
-ranks; ``gpus`` on CUDA; docs/results-contract.md), the learner and the generators in config.yaml. A run
+ranks, ``generator_tasks`` of a job whose tasks run the generators; ``gpus`` on CUDA; docs/results-contract.md), the learner and the generators in config.yaml. A run
 written before the lines carried ``gpus`` shows the GPU count as unknown.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ class JobView:
     learner: str = "unknown"
     zero_stage: Optional[int] = None
     generators: int = 0  # PipelineRL generator processes beside the trainer (offpolicy=pipeline)
+    generator_tasks: int = 0  # ... or the job's tasks that run them (launcher.generator_tasks)
 
     @classmethod
     def of(cls, records: List[dict], config: dict) -> "JobView":
@@ -36,7 +37,8 @@ class JobView:
                    device="cuda" if "gpu_hours" in line else "cpu" if "core_hours" in line else "unknown",
                    gpus=_count(line["gpus"]) if "gpus" in line else None, learner=learner,
                    zero_stage=int(stage) if learner == "deepspeed" and is_finite_number(stage) else None,
-                   generators=_count(offpolicy.get("num_generators")) if pipeline else 0)
+                   generators=_count(offpolicy.get("num_generators")) if pipeline else 0,
+                   generator_tasks=_count(line["generator_tasks"]) if "generator_tasks" in line else 0)
 
     @property
     def ranks(self) -> int:
@@ -48,7 +50,9 @@ class JobView:
         learner = f"{self.learner} ZeRO-{self.zero_stage}" if self.zero_stage is not None else self.learner
         ranks = "1 trainer rank" if self.ranks == 1 else f"{self.tasks_per_node} trainer ranks"
         parts = [f"{self.nodes} node{'s' if self.nodes > 1 else ''} x {ranks} ({learner})"]
-        if self.generators:
+        if self.generator_tasks:
+            parts.append(f"{self.generator_tasks} generator task{'s' if self.generator_tasks > 1 else ''}")
+        elif self.generators:
             parts.append(f"{self.generators} generator process{'es' if self.generators > 1 else ''}")
         if self.device == "cuda":
             parts.append("GPUs unknown" if self.gpus is None else f"{self.gpus} GPU{'s' if self.gpus > 1 else ''}")

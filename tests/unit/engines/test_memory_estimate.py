@@ -74,6 +74,11 @@ def test_the_layout_of_a_composed_run_config():
     assert (layout.ranks, layout.generators, layout.per_gpu) == (2, 2, 1)
     synchronous = JobLayout.of(compose(["offpolicy=ppo", "batch.prompts=16", "batch.generations=8"]), 10)
     assert synchronous.generators == 0 and synchronous.chunk_rows == 128
+    tasks = JobLayout.of(compose(["batch.prompts=16", "batch.generations=8", "offpolicy=pipeline",
+                                  "offpolicy.num_generators=8", "engine.learner=deepspeed", "launcher=slurm",
+                                  "launcher.nodes=2", "launcher.tasks_per_node=8", "launcher.gpus_per_node=8",
+                                  "launcher.generator_tasks=8"]), 10)
+    assert (tasks.ranks, tasks.generators, tasks.per_gpu, tasks.chunk_rows) == (8, 8, 1, 16)  # a node of each
 
 
 def test_the_tiny_models_shape_is_its_own():

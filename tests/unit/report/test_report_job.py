@@ -21,6 +21,12 @@ def test_a_multi_node_pipeline_job_names_ranks_learner_generators_and_gpus():
     assert job.text == "2 nodes x 8 trainer ranks (deepspeed ZeRO-3), 2 generator processes, 20 GPUs"
 
 
+def test_generator_tasks_are_named_instead_of_generator_processes():
+    line = {**CLUSTER_LINE, "nodes": 1, "generator_tasks": 8, "gpus": 16}
+    config = {**CLUSTER_CONFIG, "offpolicy": {"name": "pipeline", "num_generators": 8}}
+    assert JobView.of([line], config).text == "1 node x 8 trainer ranks (deepspeed ZeRO-3), 8 generator tasks, 16 GPUs"
+
+
 def test_a_single_process_cpu_run_and_an_older_cuda_run_without_a_gpu_count():
     cpu = JobView.of([{"step": 1, "kind": "train", "core_hours": 0.1}],
                      {"engine": {"learner": "torch", "zero_stage": 2}, "offpolicy": {"name": "ppo"}})

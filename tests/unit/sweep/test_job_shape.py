@@ -1,4 +1,5 @@
-"""The job shape of a run (``launcher.nodes`` x ``launcher.tasks_per_node`` trainer ranks): refused by the
+"""The job shape of a run (``launcher.nodes`` x ``launcher.tasks_per_node`` tasks: trainer ranks, then
+``launcher.generator_tasks`` generator tasks): refused by the
 command line in one line naming the field, before anything is written, when the learner, launcher or GPUs
 cannot carry it; the split of a node's GPUs between the trainer ranks and PipelineRL's generators; the
 generated sbatch script of a multi-rank run asks SLURM for the shape and starts one trainer per task under
@@ -29,6 +30,22 @@ REFUSED = {
                                   "launcher.gpus_per_node=2", "offpolicy=pipeline", "out=run"],
                                  "field 'launcher.gpus_per_node': PipelineRL with 2 trainer ranks per node needs GPUs "
                                  "for its generators beyond the trainers' (3 at least), got 2"),
+    "generator_tasks_serve_pipeline": (["run", "launcher.tasks_per_node=2", "launcher.generator_tasks=1",
+                                        "offpolicy=ppo", "out=run"],
+                                       "field 'launcher.generator_tasks': generator tasks serve PipelineRL "
+                                       "(offpolicy=pipeline), got offpolicy=ppo"),
+    "a_trainer_beside_the_generator_tasks": (["run", "launcher.tasks_per_node=2", "launcher.generator_tasks=2",
+                                              "offpolicy.num_generators=2", "out=run"],
+                                             "field 'launcher.generator_tasks': 2 of the job's 2 tasks "
+                                             "(launcher.nodes x launcher.tasks_per_node) leave no trainer rank"),
+    "generators_counted_alike": (["run", "launcher.tasks_per_node=2", "launcher.generator_tasks=1",
+                                  "offpolicy.num_generators=2", "out=run"],
+                                 "field 'offpolicy.num_generators': 2, but the generators are the job's 1 generator "
+                                 "tasks (launcher.generator_tasks); set both alike"),
+    "trainer_ranks_less_generator_tasks": (["run", "launcher.tasks_per_node=3", "launcher.generator_tasks=1",
+                                            "out=run"],
+                                           "field 'launcher.tasks_per_node': 2 trainer ranks need "
+                                           "engine.learner=deepspeed"),
 }
 
 
