@@ -104,6 +104,8 @@ def broadcast_weights(group, tensors: List[torch.Tensor], receive: bool) -> None
     for bucket in buckets(tensors):
         flat = torch.cat([t.detach().reshape(-1) for t in bucket])
         group.broadcast(flat, 0).wait()
+        if flat.is_cuda:  # the publication's time is the transfer's, not its launch's
+            torch.cuda.synchronize(flat.device)
         if not receive:
             continue
         offset = 0
