@@ -4,9 +4,13 @@
 #   equality    the DeepSpeed learner, synchronous (offpolicy=ppo, one batch per version): 1 trainer rank vs 2
 #               (NCCL), same seed; per-step loss and grad-norm relative differences and the final max |dw|;
 #               PASS within 1e-4 relative (fp32 policy and head, so only the reduction order differs)
+#   generator task  PipelineRL with scheduled in-flight updates: 1 trainer + 1 generator process (GPU 1) vs
+#               1 trainer + 1 generator task (launcher.generator_tasks=1: the weights broadcast over NCCL);
+#               PASS as above
 #   throughput  PipelineRL: 1 trainer + 1 generator GPU (gpus_per_node=2) vs 2 trainers + 2 generator GPUs
-#               (gpus_per_node=4, trainer ranks on GPUs 0-1, generators on 2-3), same seed; samples/s and mean
-#               RL step after the warm-up updates, and the ratio (target >= 1.6x)
+#               (gpus_per_node=4, trainer ranks on GPUs 0-1, generators on 2-3), as processes of rank 0 and as
+#               generator tasks, same seed; samples/s and mean RL step after the warm-up updates, and the ratio
+#               (target >= 1.6x)
 # SmolLM2-135M-Instruct without thinking on sums99_chat, as sweeps/scale_sums_smollm2.yaml. The two equality
 # runs share GPUs 0-2 and run first, side by side; the throughput runs follow one at a time on GPUs of their own.
 # On a machine of 2 or 3 GPUs the equality runs go one after the other (GPU 0, then GPUs 0-1) and the throughput
@@ -108,12 +112,28 @@ else
 fi
 $TABLE equality "$RESULTS/eq1" "$RESULTS/eq2" --out "$OUT"; EQUAL=$?
 
+# -- generator task: 1 trainer + 1 generator process vs 1 trainer + 1 generator task (launcher.generator_tasks) ---
+TASK=(offpolicy=pipeline offpolicy.update_every_tokens=16 offpolicy.num_generators=1 trainer.max_steps="$EQ_STEPS"
+      trainer.eval_every=1000 trainer.checkpoint_every=1000 "${EQ[@]}")
+if [ "$DEVICE" = cuda ]; then
+  sweep gp 1 0,1 launcher.gpus_per_node=2 "${TASK[@]}" || die "the run with a generator process failed"
+  sweep gt 2 0,1 launcher.gpus_per_node=2 launcher.generator_tasks=1 "${TASK[@]}" \
+    || die "the run with a generator task failed"
+else
+  sweep gp 1 "" "${TASK[@]}" || die "the run with a generator process failed"
+  sweep gt 2 "" launcher.generator_tasks=1 "${TASK[@]}" || die "the run with a generator task failed"
+fi
+$TABLE equality "$RESULTS/gp" "$RESULTS/gt" --out "$OUT" --name equality-generator-task \
+  --labels "generator process,generator task"; TASK_EQUAL=$?
+
 # -- throughput: PipelineRL 1 trainer + 1 generator vs 2 + 2 ----------------------------------------------------
 PIPE=(offpolicy=pipeline trainer.max_steps="$TP_STEPS" trainer.eval_every=1000 trainer.checkpoint_every=1000 "${TP[@]}")
 if [ "$DEVICE" = cuda ] && [ "$GPUS" -lt 4 ]; then
   echo "multi_gpu_job: throughput skipped: 1+1 against 2+2 needs 4 GPUs, this machine has $GPUS"
 elif [ "$DEVICE" = cuda ]; then
   sweep tp11 1 0,1 launcher.gpus_per_node=2 offpolicy.num_generators=1 "${PIPE[@]}" || die "the 1+1 run failed"
+  sweep tp22t 4 0,1,2,3 launcher.gpus_per_node=4 launcher.generator_tasks=2 offpolicy.num_generators=2 "${PIPE[@]}" \
+    || die "the 2+2 run with generator tasks failed"
   sweep tp22 2 0,1,2,3 launcher.gpus_per_node=4 offpolicy.num_generators=2 "${PIPE[@]}" || die "the 2+2 run failed"
   GENS=(1 2)
 else
@@ -122,8 +142,11 @@ else
   GENS=(0 0)
 fi
 if [ -n "${GENS+x}" ]; then
-  $TABLE throughput --warmup "$WARMUP" --out "$OUT" "1+1:${GENS[0]}=$RESULTS/tp11" "2+2:${GENS[1]}=$RESULTS/tp22" \
+  TASKS_ROW=(); [ -d "$RESULTS/tp22t" ] && TASKS_ROW=("2+2 generator tasks:${GENS[1]}=$RESULTS/tp22t")
+  $TABLE throughput --warmup "$WARMUP" --out "$OUT" "1+1:${GENS[0]}=$RESULTS/tp11" "${TASKS_ROW[@]}" \
+    "2+2:${GENS[1]}=$RESULTS/tp22" \
     || die "throughput table failed"
 fi
 echo "multi_gpu_job: $(( $(date +%s) - START )) s in all; tables in $OUT"
 [ $EQUAL -eq 0 ] || die "equality FAILED (table above)"
+[ $TASK_EQUAL -eq 0 ] || die "equality with a generator task FAILED (table above)"

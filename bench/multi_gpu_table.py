@@ -83,13 +83,14 @@ def equality(args: argparse.Namespace) -> int:
             if row[key] > args.rel:
                 failures.append(f"step {row['step']}: {key} {row[key]:.2e} > {args.rel:.0e}")
     dw = max_weight_difference(ref, run)
-    table = ["| step | loss (1 rank) | loss (2 ranks) | loss rel. diff | grad norm rel. diff | same samples |",
+    first, second = args.labels.split(",")
+    table = [f"| step | loss ({first}) | loss ({second}) | loss rel. diff | grad norm rel. diff | same samples |",
              "|---:|---:|---:|---:|---:|:---:|"]
     table += [f"| {r['step']} | {r['loss_1']:.6g} | {r['loss_2']:.6g} | {r['loss_rel']:.2e} | {r['grad_norm_rel']:.2e} "
               f"| {'yes' if r['same_samples'] else 'NO'} |" for r in rows]
     verdict = "PASS" if not failures else "FAIL: " + "; ".join(failures[:3])
     table += ["", f"final max |dw| = {dw:.3e}; tolerance {args.rel:.0e} relative: {verdict}"]
-    emit(args.out, "equality", "\n".join(table), {"rows": rows, "max_abs_dw": dw, "rel": args.rel,
+    emit(args.out, args.name, "\n".join(table), {"rows": rows, "max_abs_dw": dw, "rel": args.rel,
                                                   "pass": not failures, "failures": failures})
     return 0 if not failures else 1
 
@@ -159,6 +160,8 @@ def main() -> int:
     eq.add_argument("run")
     eq.add_argument("--out", required=True)
     eq.add_argument("--rel", type=float, default=1e-4)
+    eq.add_argument("--name", default="equality", help="the table's file name (OUT/NAME.md and .json)")
+    eq.add_argument("--labels", default="1 rank,2 ranks", help="the two runs' names in the table, comma separated")
     tp = sub.add_parser("throughput")
     tp.add_argument("runs", nargs="+", help="LABEL:GENERATOR_GPUS=RUN_OR_SWEEP_FOLDER, the baseline first")
     tp.add_argument("--out", required=True)

@@ -17,8 +17,10 @@ TORCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", JOB_TASKS_E
 
 
 def task_env(monkeypatch, rank: int, world: int, per_node: int) -> None:
+    """Task ``rank``'s variables; the split writes os.environ itself, so every name is restored after the test."""
     for name in TORCH_ENV:
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     for name, value in (("RANK", rank), ("WORLD_SIZE", world), ("LOCAL_RANK", rank % per_node),
                         ("LOCAL_WORLD_SIZE", per_node)):
         monkeypatch.setenv(name, str(value))
