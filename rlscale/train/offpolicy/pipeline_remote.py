@@ -13,7 +13,8 @@ rlscale.sweep.job) through which everything but the weights travels:
   (``failed/<g>``), and the end of the run (``closed``).
 
 Weight publication: the weights are broadcast from rank 0 over a process group of its own (rank 0 and the
-generators; NCCL on CUDA, Gloo on CPU), in buckets of ``BUCKET_BYTES``. Rank 0 announces each publication
+generators; NCCL on CUDA, Gloo on CPU), in buckets of ``BUCKET_BYTES``, each tensor once (tied weights travel
+once: rank 0's model decides which keys travel, ``distinct_keys``). Rank 0 announces each publication
 (``publication/<n>`` = its version, then the ``publications`` counter) and broadcasts; a generator joins every
 publication in order whenever it looks for a version (between decode steps, and wherever it waits), so a
 publication waits at most one decode step of the slowest generator. Each generator keeps the last k + 1
@@ -43,7 +44,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from rlscale.train.offpolicy.pipeline_weights import WAIT_MAX_S, WAIT_S, Weights, copy_weights, paired_tensors
+from rlscale.train.offpolicy.pipeline_weights import WAIT_MAX_S, WAIT_S, Weights, copy_weights
 from rlscale.train.offpolicy.pipeline_workers import ChunkRequest, ChunkResult, GeneratorSpec, generate_chunk
 
 STORE_PORT_OFFSET = 2  # MASTER_PORT + 1 is the job channel's store
@@ -81,6 +82,17 @@ def weight_group(store: dist.Store, rank: int, size: int, device: torch.device):
     if device.type == "cuda":
         return dist.ProcessGroupNCCL(prefixed, rank, size)
     return dist.ProcessGroupGloo(prefixed, rank, size, CONNECT_TIMEOUT)
+
+
+def distinct_keys(weights: Weights) -> List[str]:
+    """The state dict's keys less those of tensors an earlier key holds (tied weights: an embedding and its
+    LM head travel once)."""
+    seen, keys = set(), []
+    for key, tensor in weights.items():
+        if tensor.data_ptr() not in seen:
+            seen.add(tensor.data_ptr())
+            keys.append(key)
+    return keys
 
 
 def buckets(tensors: List[torch.Tensor]) -> List[List[torch.Tensor]]:
@@ -144,8 +156,10 @@ class RemoteGeneratorPool:
                  address: Optional[StoreAddress] = None):
         self.count = count
         self.store = (address or StoreAddress.of_environment()).connect(leader=True)
+        self.keys = distinct_keys(model.state_dict())  # what each publication carries, in this order
         self.store.set("queue_size", str(queue_size))
         self.store.set("slots", str(slots))
+        self.store.set("keys", json.dumps(self.keys))
         self.status = RemoteStatus(self.store, count)
         self.device = next(model.parameters()).device
         self.beats: Dict[int, Tuple[int, float]] = {}
@@ -189,7 +203,7 @@ class RemoteGeneratorPool:
         self.store.set(f"publication/{self.publications}", str(version))
         self.publications = int(self.store.add("publications", 1))
         try:
-            broadcast_weights(self.group, list(weights.values()), receive=False)
+            broadcast_weights(self.group, [weights[key] for key in self.keys], receive=False)
         except RuntimeError as err:
             self.check()
             cause = " ".join(str(err).split())
@@ -248,7 +262,10 @@ class RemoteReplica:
     def __init__(self, model: torch.nn.Module, store: dist.TCPStore, group, slots: int):
         self.model = model
         self.store, self.group = store, group
-        self.copies = [{k: t.detach().clone() for k, t in model.state_dict().items()} for _ in range(slots)]
+        state = model.state_dict()
+        keys = json.loads(store.get("keys"))  # rank 0's distinct keys: its ties decide what travels
+        self.copies = [{key: state[key].detach().clone() for key in keys} for _ in range(slots)]
+        self.pairs = [[(state[key], copy[key]) for key in keys] for copy in self.copies]
         self.held = [-1] * slots
         self.joined = 0  # publications received
         self.newest = -1
@@ -290,7 +307,7 @@ class RemoteReplica:
             raise RuntimeError(f"policy version {version} is no longer published (slot {slot} holds "
                                f"{self.held[slot]})")
         start = time.perf_counter()
-        copy_weights(paired_tensors(self.model.state_dict(), self.copies[slot]))
+        copy_weights(self.pairs[slot])
         self.version = version
         self.load_seconds += time.perf_counter() - start
         return version

@@ -63,3 +63,11 @@ def test_weights_travel_in_buckets_of_one_dtype(monkeypatch):
     tensors = [torch.zeros(8), torch.zeros(8), torch.zeros(4, dtype=torch.float64), torch.zeros(100), torch.zeros(2)]
     sizes = [[t.numel() for t in bucket] for bucket in pipeline_remote.buckets(tensors)]
     assert sizes == [[8, 8], [4], [100], [2]]  # 64 bytes at most, one dtype, a larger tensor alone
+
+
+def test_tied_weights_travel_once():
+    embedding = torch.zeros(4, 2)
+    weights = {"embed.weight": embedding, "norm.weight": torch.ones(2), "lm_head.weight": embedding}
+    assert pipeline_remote.distinct_keys(weights) == ["embed.weight", "norm.weight"]
+    untied = {**weights, "lm_head.weight": embedding.clone()}
+    assert pipeline_remote.distinct_keys(untied) == ["embed.weight", "norm.weight", "lm_head.weight"]
