@@ -5,7 +5,8 @@ through shared memory (``SharedWeights.publish``, the baseline), generator tasks
 rank 0 (``RemoteGeneratorPool.publish``, rlscale.train.offpolicy.pipeline_remote) over localhost TCP, as they
 would from another node.
 
-For each model (the embedded tiny Llama's shape and SmolLM2-135M's, float32, random weights), the median over
+For each model (the embedded tiny Llama's shape and SmolLM2-135M's, float32, random weights; a tied embedding is
+copied twice into shared memory and broadcast once), the median over
 ``--repeats`` publications of the trainer's seconds, with 1 and 2 generator tasks receiving (each a process that
 joins every publication as a generator does between decode steps). Ends with the ratio of each broadcast to the
 shared-memory copy of the same weights.
@@ -18,6 +19,7 @@ import argparse
 import copy
 import socket
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -26,7 +28,8 @@ import torch
 import torch.multiprocessing as mp
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from rlscale.train.offpolicy.pipeline_remote import RemoteGeneratorPool, RemoteReplica, StoreAddress, weight_group
+from rlscale.train.offpolicy.pipeline_remote import (RemoteGeneratorPool, RemoteReplica, StoreAddress, beat_until,
+                                                     distinct_keys, weight_group)
 from rlscale.train.offpolicy.pipeline_weights import SharedWeights
 
 SHAPES: Dict[str, dict] = {  # LlamaConfig fields
@@ -52,6 +55,7 @@ def receiver(shape: dict, port: int, index: int, count: int) -> None:
     """A generator task's side of the publications: join each as it is announced, until the pool closes."""
     address = StoreAddress("127.0.0.1", port)
     store = address.connect(leader=False)
+    threading.Thread(target=beat_until, args=(address, index, threading.Event()), daemon=True).start()
     group = weight_group(store, index + 1, count + 1, torch.device("cpu"))
     replica = RemoteReplica(build(shape), store, group, int(store.get("slots")))
     while not store.check(["closed"]):
@@ -90,8 +94,9 @@ def main() -> int:
             "1 task / shared | 2 tasks / shared |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, shape in SHAPES.items():
         model = build(shape)
-        params = sum(t.numel() for t in model.state_dict().values())
-        print(f"{name}: {params / 1e6:.1f} M values in the state dict", flush=True)
+        state = model.state_dict()
+        params = sum(state[key].numel() for key in distinct_keys(state))  # what a broadcast carries
+        print(f"{name}: {params / 1e6:.1f} M parameters", flush=True)
         base = statistics.median(shared_memory_seconds(copy.deepcopy(model), args.repeats))
         one = statistics.median(broadcast_seconds(shape, model, 1, args.repeats))
         two = statistics.median(broadcast_seconds(shape, model, 2, args.repeats))

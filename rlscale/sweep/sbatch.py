@@ -31,7 +31,8 @@ OptionValue = Union[str, int, bool]
 
 
 def job_tasks(launcher: DictConfig) -> int:
-    """The tasks of one run's job: its trainer ranks, ``launcher.nodes`` x ``launcher.tasks_per_node``."""
+    """The tasks of one run's job, ``launcher.nodes`` x ``launcher.tasks_per_node``: its trainer ranks and its
+    generator tasks (``launcher.generator_tasks``, the last ones)."""
     return int(launcher.nodes) * int(launcher.tasks_per_node)
 
 

@@ -313,7 +313,7 @@ class RemoteReplica:
         return version
 
 
-def _beat(address: StoreAddress, index: int, stop: threading.Event) -> None:
+def beat_until(address: StoreAddress, index: int, stop: threading.Event) -> None:
     """Bump ``beat/<index>`` every second on a connection of its own until ``stop`` (or the store is gone)."""
     try:
         store = address.connect(leader=False)
@@ -331,7 +331,7 @@ def serve_generator_task(spec: GeneratorSpec, build: Callable[[torch.nn.Module],
     address = address or StoreAddress.of_environment()
     store = address.connect(leader=False)
     stop = threading.Event()
-    threading.Thread(target=_beat, args=(address, index, stop), name="rlscale-generator-beat", daemon=True).start()
+    threading.Thread(target=beat_until, args=(address, index, stop), name="rlscale-generator-beat", daemon=True).start()
     served = 0
     busy = 0.0
     try:
