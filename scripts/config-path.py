@@ -17,6 +17,11 @@ default: the tiny Llama on chain_sum) until the training loop's first update (``
    dataclass of rlscale whose class name ends in ``Settings`` or ``Spec``, or with a field holding a config
    object), with the first such function.
 
+3. **Files run on the way to the loop**: every rlscale file whose code runs between the command line and the
+   call of the loop's ``train()`` (``rlscale/train/loop.py``), module bodies left out: with class bodies (the
+   classes defined while the loop's imports load) and with functions alone. The first is how the count of 33
+   files at 8fd51d5 was made.
+
 Closures' free variables do not count as arguments. Files under ``rlscale/cli`` (the command line) are left out.
 Generator processes (PipelineRL, Sec. 3.1) run outside this process and are not followed.
 
@@ -164,13 +169,16 @@ class KnobReads:
 
 class ConfigPath:
     """The profile hook: measure 2 (files whose functions received a config object), until the first update
-    returns; measure 1's reads are recorded until then."""
+    returns; measure 1's reads are recorded until then; measure 3's files until the loop's ``train()`` is
+    called."""
 
     def __init__(self) -> None:
         self.files: Dict[str, str] = {}  # relative path -> first function that received a config object
         self.code: Dict[object, Optional[str]] = {}
         self.done = False
         self.knobs = KnobReads()
+        self.before_loop: Dict[str, bool] = {}  # file run before the loop -> whether a function of it ran
+        self.at_loop = False
 
     def __call__(self, frame, event, arg):
         if self.done or event not in ("call", "return"):
@@ -186,6 +194,11 @@ class ConfigPath:
                 self.done = True
                 self.knobs.active = False
             return
+        if not self.at_loop:
+            self.at_loop = code.co_name == "train" and path == "rlscale/train/loop.py"
+            if not self.at_loop and code.co_name != "<module>":
+                function = bool(code.co_flags & inspect.CO_NEWLOCALS)  # a class body has no locals of its own
+                self.before_loop[path] = self.before_loop.get(path, False) or function
         if path in self.files:
             return
         found = config_argument(frame)
@@ -222,6 +235,10 @@ def main(overrides) -> int:
     print(f"files handed a config object: {len(hook.files)}")
     for path in sorted(hook.files):
         print(f"  {path}  {hook.files[path]}")
+    functions = sorted(path for path, function in hook.before_loop.items() if function)
+    print(f"files run on the way to the loop: {len(hook.before_loop)} with class bodies, {len(functions)} with "
+          "functions alone")
+    print(f"  functions: {', '.join(functions)}")
     return 0
 
 
