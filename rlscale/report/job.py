@@ -2,8 +2,9 @@
 learner and the PipelineRL generator processes (Section 3.1: the trainer / generator split).
 
 The shape the ranks found is in the metrics lines (``nodes``, ``tasks_per_node`` of a run over several
-ranks, ``generator_tasks`` of a job whose tasks run the generators; ``gpus`` on CUDA; docs/results-contract.md), the learner and the generators in config.yaml. A run
-written before the lines carried ``gpus`` shows the GPU count as unknown.
+ranks, ``generator_tasks`` of a job whose tasks run the generators; ``gpus`` on CUDA;
+docs/results-contract.md), the learner and the generators in config.yaml. A run written before the lines
+carried ``gpus`` shows the GPU count as unknown.
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ included), plus those the other trainer ranks spent on each update, / 3600; a CP
 same seed gives the same value on any machine): 2 x params per processed token for generation (prefill +
 decode), 6 x params per trained token, 2 x params per extra scoring forward (TIS or KL reference).
 ``samples`` and ``tokens`` (generated) are counts. A run over several trainer ranks adds its job shape,
-``nodes`` and ``tasks_per_node`` (and ``generator_tasks`` when it has them), to every line; a CUDA run adds ``gpus``, the GPUs its ``gpu_hours`` count.
+``nodes`` and ``tasks_per_node`` (and ``generator_tasks`` when it has them), to every line; a CUDA run adds
+``gpus``, the GPUs its ``gpu_hours`` count.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Sections and fields added to the schema after run folders were written (``mixture``, ``eval``,
-``launcher.generator_tasks``): a config.yaml without them reads them as their defaults and keeps the run's identity, so its checkpoint resumes, and ``rlscale run`` or a
-sweep with the same overrides takes the folder as the same run; setting the section is a different run."""
+``launcher.generator_tasks``): a config.yaml without them reads them as their defaults and keeps the run's
+identity, so its checkpoint resumes, and ``rlscale run`` or a sweep with the same overrides takes the folder as
+the same run; setting the section is a different run (a different job shape: the same identity)."""
 from __future__ import annotations
 
 import pytest
