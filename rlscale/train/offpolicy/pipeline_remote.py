@@ -335,11 +335,11 @@ def serve_generator_task(spec: GeneratorSpec, build: Callable[[torch.nn.Module],
     served = 0
     busy = 0.0
     try:
+        generator = build(model)  # first: an engine's start then counts in rank 0's start, not in a publication
         queue_size = int(store.get("queue_size"))
         slots = int(store.get("slots"))
         group = weight_group(store, index + 1, count + 1, next(model.parameters()).device)
         replica = RemoteReplica(model, store, group, slots)
-        generator = build(replica.model)
 
         def check() -> None:
             if store.check(["closed"]):
