@@ -15,7 +15,6 @@ A job's tasks on one machine stand in for tasks on several nodes: the generator 
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -24,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_multi_rank_jobs import (JOB_END_S, OVERRIDES, gone, lines, rank_pids, run_dir_of, status,
-                                                    sweep, train_steps, write_spec)
+from tests.integration.test_multi_rank_jobs import (JOB_END_S, OVERRIDES, gone, lines, run_dir_of, start_detached,
+                                                    status, sweep, train_steps, write_spec)
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -77,20 +76,8 @@ def test_a_job_with_a_generator_task_trains_like_one_process(one_process, tmp_pa
     print(f"trainer + generator task, local: {time.monotonic() - start:.0f} s")
 
 
-def start_detached(folder: Path, name: str) -> tuple:
-    spec = write_spec(folder, name, 2, WITH_TASK, overrides=PIPELINE)
-    started = sweep(folder, spec, "--detach")
-    assert started.returncode == 0, started.stdout + started.stderr
-    run_dir = run_dir_of(folder, name)
-    controller = int(json.loads((folder / "results" / name / "sweep.json").read_text())["jobs"][run_dir.name])
-    wait_for(lambda: 4 in train_steps(run_dir), "step 4 (past the checkpoint of step 3)", timeout=300, poll_s=0.05)
-    tasks = rank_pids(controller)
-    assert sorted(tasks) == [0, 1], tasks
-    return spec, run_dir, controller, tasks
-
-
 def test_a_killed_generator_task_fails_the_run_in_one_line_and_ends_the_job(tmp_path):
-    _, run_dir, controller, tasks = start_detached(tmp_path, "killed")
+    _, run_dir, controller, tasks = start_detached(tmp_path, "killed", WITH_TASK, PIPELINE)
     os.kill(tasks[1], signal.SIGKILL)
     killed = time.monotonic()
     wait_for(lambda: gone(controller) and gone(tasks[0]), "the job to end", timeout=JOB_END_S, poll_s=0.2)
@@ -102,7 +89,7 @@ def test_a_killed_generator_task_fails_the_run_in_one_line_and_ends_the_job(tmp_
 
 
 def test_rank_0_killed_then_the_rerun_restarts_the_generator_task_and_resumes(one_process, tmp_path):
-    spec, run_dir, controller, tasks = start_detached(tmp_path, "resumed")
+    spec, run_dir, controller, tasks = start_detached(tmp_path, "resumed", WITH_TASK, PIPELINE)
     os.kill(tasks[0], signal.SIGKILL)
     wait_for(lambda: gone(controller) and gone(tasks[1]), "the job to end", timeout=JOB_END_S, poll_s=0.2)
     again = sweep(tmp_path, spec)

@@ -172,8 +172,10 @@ def test_a_two_rank_pipeline_job_trains_like_one_process(tmp_path):
     assert_same_training(reference, run_dir)
 
 
-def start_detached(folder: Path, name: str, extra: List[str] = ()) -> tuple:
-    spec = write_spec(folder, name, 2, extra)
+def start_detached(folder: Path, name: str, extra: List[str] = (), overrides: List[str] = OVERRIDES) -> tuple:
+    """A detached local sweep of one 2-task job, once it has trained past its checkpoint of step 3: (spec, run
+    folder, the job's controller pid, {task: pid})."""
+    spec = write_spec(folder, name, 2, extra, overrides)
     started = sweep(folder, spec, "--detach")
     assert started.returncode == 0, started.stdout + started.stderr
     run_dir = run_dir_of(folder, name)

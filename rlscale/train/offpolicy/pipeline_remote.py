@@ -299,6 +299,8 @@ class RemoteReplica:
         return self.load(self.published(), check)
 
     def load(self, version: int, check: Callable[[], None]) -> int:
+        """Load ``version``, receiving what was announced first: a scheduled chunk may be told (``need``) of a
+        version published after its last ``published()``."""
         self.sync()
         if version == self.version:
             return version
