@@ -21,8 +21,8 @@ def one_line_errors(command: Callable) -> Callable:
     """Turn what the file system refuses (read-only folder, full disk, a file where a folder is due) and
     refusals that protect results (a folder in use, a resume that would lose metrics) into one line on
     stderr and exit status 1, and Ctrl-C into one line and exit status 130, instead of a traceback."""
-    from rlscale.results.errors import Refused
-    from rlscale.results.names import printable
+    from rlscale.runfolder.errors import Refused
+    from rlscale.runfolder.names import printable
 
     @functools.wraps(command)
     def wrapped(*args, **kwargs):

@@ -33,8 +33,8 @@ def plan_command(
     from rlscale.fit.schema import FitSettings
     from rlscale.plan.planner import PLAN_JSON, plan_json, plan_sweeps
     from rlscale.plan.view import plan_view
-    from rlscale.results import atomic_write_json
-    from rlscale.results.discover import read_sweep_json
+    from rlscale.runfolder import atomic_write_json
+    from rlscale.runfolder.discover import read_sweep_json
 
     if not budget > 0:
         raise typer.BadParameter(f"{budget!r}: the budget must be > 0", param_hint="--budget")

@@ -34,7 +34,7 @@ def report_command(
     from rlscale.report.parallel_join import attach_parallel
     from rlscale.report.pool import workers
     from rlscale.report.terminal import print_summary
-    from rlscale.results.names import printable
+    from rlscale.runfolder.names import printable
 
     if format not in FORMATS:
         raise typer.BadParameter(f"{format!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
@@ -76,7 +76,7 @@ def _print_plan(report, console) -> None:
     from rich.text import Text
 
     from rlscale.plan.view import plan_view
-    from rlscale.results.names import printable
+    from rlscale.runfolder.names import printable
 
     if report.plan is None:
         return

@@ -35,8 +35,8 @@ def run_command(
     """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json)."""
     from rlscale.config import ConfigError, load_run_config
     from rlscale.paths import add_config_dir
-    from rlscale.results.names import printable
-    from rlscale.results.status import read_status
+    from rlscale.runfolder.names import printable
+    from rlscale.runfolder.status import read_status
     from rlscale.train.entry import extend_run, finished, prepare_run_dir, requested_steps, start_over, train_run_dir
 
     if config_dir is not None:

@@ -12,8 +12,8 @@ from rlscale.cli.console import output_console
 from rlscale.engines.memory import DEFAULT_PROMPT_TOKENS
 from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
 from rlscale.sweep.status import collect, refs_under
-from rlscale.results.lock import FolderLock
-from rlscale.results.names import printable, shown
+from rlscale.runfolder.lock import FolderLock
+from rlscale.runfolder.names import printable, shown
 from rlscale.sweep.detach import streams_detached
 from rlscale.sweep.memory_table import memory_table
 from rlscale.sweep.prune import advance, pruning_summary

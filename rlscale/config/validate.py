@@ -11,7 +11,7 @@ from rlscale.config.extras import missing_packages
 from rlscale.config.registry import ANSWER_FORMAT, AXES, TASK
 from rlscale.config.schema import OFFPOLICY_K, LossConfig
 from rlscale.gpus import generator_gpus
-from rlscale.results.names import name_problem
+from rlscale.runfolder.names import name_problem
 
 RETIRED = {  # fields of older configs whose meaning was split: one line saying where each meaning lives now
     "offpolicy.k": f"split by mode (Sec. 3.1): PipelineRL-k's bound on staleness is {OFFPOLICY_K['pipeline']}, "

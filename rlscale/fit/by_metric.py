@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import List, Tuple
 
 from rlscale.fit.schema import FITS_JSON, FitResults
-from rlscale.results.atomic import atomic_write_text
+from rlscale.runfolder.atomic import atomic_write_text
 
 INDEX = "fits-metrics.json"
 

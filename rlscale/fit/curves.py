@@ -23,9 +23,9 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from rlscale.results import find_runs, read_metrics, read_status
-from rlscale.results.discover import RunDir, read_sweep_json
-from rlscale.results.metrics import is_finite_number
+from rlscale.runfolder import find_runs, read_metrics, read_status
+from rlscale.runfolder.discover import RunDir, read_sweep_json
+from rlscale.runfolder.metrics import is_finite_number
 
 TIDY_SUFFIXES = (".csv", ".parquet", ".pq")
 TIDY_COLUMNS = ("run", "x", "y")

@@ -3,7 +3,7 @@
 fits.csv: one row per run, RunFit.CSV_COLUMNS, then the App. A.4 power law (pl_A, pl_B, pl_D, pl_sse,
 pl_extrap_abs_err) and, for every --predict-at C, pred_C, pred_C_lo, pred_C_hi, obs_C.
 comparison.csv: ComparisonRow's fields (kind "rank" and "loo" rows).
-In both CSV files a text cell is ``printable`` (rlscale.results.names): a folder name with a carriage return or
+In both CSV files a text cell is ``printable`` (rlscale.runfolder.names): a folder name with a carriage return or
 a byte that is not UTF-8 keeps its row whole and the file valid UTF-8; fits.json keeps the names exactly.
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Dict, List
 
 from rlscale.fit.schema import COMPARISON_CSV, FITS_CSV, FITS_JSON, ComparisonRow, FitResults, RunFit
-from rlscale.results.atomic import atomic_write_text
-from rlscale.results.names import printable
+from rlscale.runfolder.atomic import atomic_write_text
+from rlscale.runfolder.names import printable
 
 POWER_LAW_COLUMNS = ("pl_A", "pl_B", "pl_D", "pl_sse", "pl_extrap_abs_err")
 

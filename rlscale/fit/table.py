@@ -15,7 +15,7 @@ from rich.table import Table
 
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
-from rlscale.results.names import printable, shown
+from rlscale.runfolder.names import printable, shown
 
 _STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from rlscale.fit.schema import axis_label
 from rlscale.plan.planner import Crossings, Crossover, crossings
-from rlscale.results.names import printable_tree
+from rlscale.runfolder.names import printable_tree
 
 
 def _interval(lo, hi) -> str:

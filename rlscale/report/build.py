@@ -12,7 +12,7 @@ from rlscale.report.model import ReportData
 from rlscale.report.page import render_page
 from rlscale.report.formatting import FORMATS
 from rlscale.report.plotting import run_colors
-from rlscale.results import atomic_write_text
+from rlscale.runfolder import atomic_write_text
 
 PAGE = ("png", 100)
 FILE_DPI = 200

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from rlscale.fit.schema import FITS_JSON, FitResults, FitSettings
-from rlscale.results import find_runs
+from rlscale.runfolder import find_runs
 
 
 def stale_reason(results_dir: Path) -> Optional[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
-from rlscale.results.metrics import is_finite_number
+from rlscale.runfolder.metrics import is_finite_number
 
 
 @dataclass(frozen=True)

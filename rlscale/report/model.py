@@ -22,10 +22,10 @@ from rlscale.report.job import JobView
 from rlscale.report.parallel import ParallelSweep
 from rlscale.report.pool import parallel_map
 from rlscale.report.samples import Sample, read_samples
-from rlscale.results import RunDir, find_runs, read_metrics, read_status
-from rlscale.results.discover import read_sweep_json
-from rlscale.results.metrics import is_finite_number
-from rlscale.results.names import printable, printable_tree
+from rlscale.runfolder import RunDir, find_runs, read_metrics, read_status
+from rlscale.runfolder.discover import read_sweep_json
+from rlscale.runfolder.metrics import is_finite_number
+from rlscale.runfolder.names import printable, printable_tree
 
 # Train-line diagnostics plotted over compute (docs/results-contract.md; names fixed by the trainer).
 DIAGNOSTICS = ("truncation_rate", "entropy", "kept_prompt_fraction", "lag_mean", "lag_max",

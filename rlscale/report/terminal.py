@@ -16,7 +16,7 @@ from rlscale.report.formatting import num, signed_ci
 from rlscale.report.model import UNFINISHED_STATES, ReportData, SweepView
 from rlscale.report.ranking import by_seed, note_text, rank_text
 from rlscale.report.summary import summarize
-from rlscale.results.names import printable
+from rlscale.runfolder.names import printable
 
 
 def print_summary(report: ReportData, console: Console) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Set
 
-from rlscale.results.status import RunState, read_status, write_status
+from rlscale.runfolder.status import RunState, read_status, write_status
 from rlscale.sweep.dispatch import alive
 from rlscale.sweep.status import refs_under
 from rlscale.sweep.runner import DONE_STATES, FINAL_STATES

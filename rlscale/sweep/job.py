@@ -33,9 +33,9 @@ from typing import Dict, Optional, Tuple
 
 import submitit
 
-from rlscale.results import RunState, read_status, write_status
-from rlscale.results.lock import FolderBusy
-from rlscale.results.status import prune_request
+from rlscale.runfolder import RunState, read_status, write_status
+from rlscale.runfolder.lock import FolderBusy
+from rlscale.runfolder.status import prune_request
 from rlscale.train.ranks import JobRanks, export_job_ranks
 
 log = logging.getLogger("rlscale.sweep.job")

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from rlscale.config import typed
 from rlscale.engines.memory import GIB, JobLayout, MemoryEstimate, ModelShape
-from rlscale.results.names import shown
+from rlscale.runfolder.names import shown
 from rlscale.sweep.resolve import ResolvedRun
 
 PARTS = ("weights", "optimizer", "activations", "lm_head", "generator_weights", "kv_cache")

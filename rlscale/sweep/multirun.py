@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from rlscale.results import atomic_write_text
+from rlscale.runfolder import atomic_write_text
 from rlscale.sweep.spec import SpecError, check_name
 
 NAME = "multirun"

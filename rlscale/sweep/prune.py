@@ -33,9 +33,9 @@ from rlscale.fit.predict import predict_variants
 from rlscale.fit.pruning import decide
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitSettings
-from rlscale.results import atomic_write_json, read_metrics, read_status
-from rlscale.results.metrics import is_finite_number
-from rlscale.results.status import PRUNE_REQUEST, RunState
+from rlscale.runfolder import atomic_write_json, read_metrics, read_status
+from rlscale.runfolder.metrics import is_finite_number
+from rlscale.runfolder.status import PRUNE_REQUEST, RunState
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.state import run_path
 

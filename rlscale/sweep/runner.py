@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from rlscale.results import RunState, atomic_write_text, read_status, write_status
-from rlscale.results.lock import held_by
-from rlscale.results.status import PRUNE_REQUEST
+from rlscale.runfolder import RunState, atomic_write_text, read_status, write_status
+from rlscale.runfolder.lock import held_by
+from rlscale.runfolder.status import PRUNE_REQUEST
 from rlscale.sweep.dispatch import alive, local_lanes, submit
 from rlscale.sweep.expand import expand
 from rlscale.sweep.prune import PruningConfig, resume_pruned

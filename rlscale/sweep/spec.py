@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import yaml
 
 from rlscale.paths import config_dirs, sweep_dirs
-from rlscale.results.names import name_problem
+from rlscale.runfolder.names import name_problem
 from rlscale.sweep.strict_yaml import DuplicateKeyError, strict_load
 
 KINDS = ("loo", "list", "grid")
@@ -71,7 +71,7 @@ class SweepSpec:
 
 
 def check_name(name: Any, where: str) -> str:
-    """A sweep, variant or run name becomes a folder name and a SLURM job name (rlscale.results.names)."""
+    """A sweep, variant or run name becomes a folder name and a SLURM job name (rlscale.runfolder.names)."""
     problem = name_problem(name)
     if problem:
         raise SpecError(f"{where}: {problem}")

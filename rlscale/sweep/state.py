@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence
 from omegaconf import OmegaConf
 
 from rlscale.config.schema import without_default_sections
-from rlscale.results import atomic_write_json, atomic_write_text
+from rlscale.runfolder import atomic_write_json, atomic_write_text
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.sweep.spec import SpecError, SweepSpec
 

@@ -9,10 +9,10 @@ from typing import List, Optional, Sequence, Set, Tuple
 
 from omegaconf import OmegaConf
 
-from rlscale.results import find_runs, read_metrics, read_status
-from rlscale.results.metrics import is_finite_number
-from rlscale.results.status import STATUS_JSON
-from rlscale.results.process import host, pid_alive
+from rlscale.runfolder import find_runs, read_metrics, read_status
+from rlscale.runfolder.metrics import is_finite_number
+from rlscale.runfolder.status import STATUS_JSON
+from rlscale.runfolder.process import host, pid_alive
 from rlscale.sweep.dispatch import alive
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.state import SWEEP_JSON, read_record, run_path

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from rlscale.results.names import shown
+from rlscale.runfolder.names import shown
 from rlscale.sweep.status import RunProgress
 from rlscale.sweep.resolve import ResolvedRun
 

@@ -25,7 +25,7 @@ from rlscale.fit.run import EXTRAP_EVALS
 from rlscale.fit.schema import (FITS_JSON, ComparisonRow, FitResults, FitSettings, PowerLawFit, Prediction,
                                 RunFit)
 from rlscale.report.curves import power_law, sigmoid
-from rlscale.results import atomic_write_json, atomic_write_text, write_status
+from rlscale.runfolder import atomic_write_json, atomic_write_text, write_status
 
 XSS_NAME = "<script>alert(1)</script>"
 TRICKY_NOTE = "a & b < c > d \"double\" 'single'"

@@ -13,7 +13,7 @@ from typing import Dict, Optional, Protocol
 
 from rlscale.config.registry import LOGGER
 from rlscale.config.schema import RunConfig
-from rlscale.results.atomic import atomic_write_text
+from rlscale.runfolder.atomic import atomic_write_text
 
 
 class TrackerMissing(RuntimeError):

@@ -18,7 +18,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not (Path(args[0]) / "config.yaml").is_file():
         print(f"{args[0]}: no config.yaml (usage: python -m rlscale.train RUN_DIR)", file=sys.stderr)
         return 2
-    from rlscale.results.errors import Refused
+    from rlscale.runfolder.errors import Refused
     from rlscale.train.entry import train_run_dir
     from rlscale.train.ranks import export_job_ranks
 

@@ -27,8 +27,8 @@ from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 import torch
 
 from rlscale.config.schema import RunConfig, without_default_sections
-from rlscale.results.atomic import atomic_write
-from rlscale.results.errors import Refused
+from rlscale.runfolder.atomic import atomic_write
+from rlscale.runfolder.errors import Refused
 
 CHECKPOINT = "checkpoints/last.pt"
 SEAL_MAGIC = b"RLSEAL01"

@@ -10,8 +10,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config import ConfigError, compose_run_config, load_run_config, typed
 from rlscale.config.schema import without_default_sections
-from rlscale.results.atomic import atomic_write_text
-from rlscale.results.status import RunState, read_status, write_status
+from rlscale.runfolder.atomic import atomic_write_text
+from rlscale.runfolder.status import RunState, read_status, write_status
 
 
 RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
@@ -21,7 +21,7 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``, pausing at step
     ``stop_at`` if given; return the state written to status.json (done | failed | diverged | pruned, or
     pending when paused), or done, touching nothing, when the run is ``finished``. Raises
-    ``rlscale.results.errors.Refused``, writing nothing, when another process holds the run folder or its
+    ``rlscale.runfolder.errors.Refused``, writing nothing, when another process holds the run folder or its
     checkpoint cannot be resumed. ``progress``: show a progress bar on a terminal, periodic lines otherwise
     (rlscale.tracking.progress)."""
     from rlscale.train.loop import train
@@ -125,7 +125,7 @@ def holds(path: Path, cfg: DictConfig) -> bool:
 
 def start_over(run_dir: Path) -> None:
     """Delete what the trainer wrote into ``run_dir`` (``--force``), holding its lock meanwhile."""
-    from rlscale.results.lock import FolderLock
+    from rlscale.runfolder.lock import FolderLock
 
     with FolderLock(run_dir, "run folder"):
         for name in RUN_FILES:

@@ -22,11 +22,11 @@ import torch
 from rlscale.config.schema import RunConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS
-from rlscale.results.errors import Refused
-from rlscale.results.lock import FolderLock
-from rlscale.results.metrics import MetricsLog, MetricsWriteError
-from rlscale.results.process import host
-from rlscale.results.status import RunState, prune_request, write_status
+from rlscale.runfolder.errors import Refused
+from rlscale.runfolder.lock import FolderLock
+from rlscale.runfolder.metrics import MetricsLog, MetricsWriteError
+from rlscale.runfolder.process import host
+from rlscale.runfolder.status import RunState, prune_request, write_status
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.tasks.base import Problem
 from rlscale.tasks.mixture import part_of
@@ -270,7 +270,7 @@ def train(cfg: RunConfig, run_dir: Path, stop_at: Optional[int] = None,
     (``rlscale.core.protocols.FollowerLearner``); the job's generator tasks (``launcher.generator_tasks``) serve
     rank 0's generation until the run is over.
 
-    The run folder is locked for the whole run (rlscale.results.lock), and a resume that would lose
+    The run folder is locked for the whole run (rlscale.runfolder.lock), and a resume that would lose
     metrics or load a damaged checkpoint or another run's is refused (rlscale.train.checkpoint.
     check_resumable): both raise ``Refused`` before status.json or anything else is written. Temporary
     checkpoint files a killed writer left are then removed, and said so."""

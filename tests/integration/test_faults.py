@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 from rlscale.cli import app
 from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
-from rlscale.results.lock import LOCK_FILE, FolderLock
-from rlscale.results.metrics import read_metrics
+from rlscale.runfolder.lock import LOCK_FILE, FolderLock
+from rlscale.runfolder.metrics import read_metrics
 
 TINY = ["model.warmup_steps=2", "trainer.max_steps=3", "trainer.eval_every=1", "trainer.checkpoint_every=1",
         "task.val_size=4", "task.train_size=16", "trainer.eval_samples=1", "batch.prompts=2", "batch.generations=2",
@@ -114,7 +114,7 @@ def test_a_run_killed_before_its_first_checkpoint_starts_over(finished, cache):
 
 def hold_lock(folder: Path) -> subprocess.Popen:
     """Another process holding ``folder``'s lock until killed."""
-    code = ("import sys, time; from rlscale.results.lock import FolderLock\n"
+    code = ("import sys, time; from rlscale.runfolder.lock import FolderLock\n"
             "with FolderLock(sys.argv[1], 'test'):\n print('held', flush=True); time.sleep(600)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
@@ -611,7 +611,7 @@ def test_a_disk_full_from_the_start_is_one_line_naming_the_file(trained, tiny_tm
 
 def test_a_full_disk_on_a_metrics_append_fails_the_run_in_one_line(finished, monkeypatch, caplog):
     """Simulation: the file system refuses the metrics line (ENOSPC at fsync), as a full disk does."""
-    from rlscale.results import metrics
+    from rlscale.runfolder import metrics
     from rlscale.train.entry import train_run_dir
 
     class FullDisk:  # the metrics module's os, whose fsync finds the disk full; every other write goes through

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from rlscale.cli import app
 from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
-from rlscale.results.metrics import MAX_LINE_BYTES, read_metrics
+from rlscale.runfolder.metrics import MAX_LINE_BYTES, read_metrics
 
 ANY = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(), st.text(max_size=6),
                 st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))

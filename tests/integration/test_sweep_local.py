@@ -17,7 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rlscale.cli import app
-from rlscale.results import read_metrics
+from rlscale.runfolder import read_metrics
 from rlscale.sweep.resolve import hydra_quote
 
 pytestmark = pytest.mark.slow

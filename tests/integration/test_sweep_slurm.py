@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rlscale.cli import app
-from rlscale.results import read_metrics
+from rlscale.runfolder import read_metrics
 from rlscale.sweep.status import collect, refs_under
 from rlscale.sweep.resolve import hydra_quote
 from rlscale.sweep.runner import SweepRequest, plan_sweep

@@ -18,7 +18,7 @@ import pytest
 
 from rlscale.fit.api import fit_results
 from rlscale.fit.schema import FitSettings
-from rlscale.results.metrics import read_metrics
+from rlscale.runfolder.metrics import read_metrics
 
 pytestmark = pytest.mark.slow
 

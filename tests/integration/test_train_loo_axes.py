@@ -12,7 +12,7 @@ from typing import Dict, List
 import pytest
 
 from rlscale.config import compose_run_config, typed
-from rlscale.results.metrics import read_metrics
+from rlscale.runfolder.metrics import read_metrics
 from rlscale.sweep.spec import find_spec, load_spec
 from rlscale.train.loop import RunLoop
 

@@ -21,7 +21,7 @@ from rlscale.engines.generators.vllm_trace import Phase, Trace, TraceRules
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.policy import token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
-from rlscale.results.metrics import read_metrics
+from rlscale.runfolder.metrics import read_metrics
 
 EOS, CLOSE, INTERRUPT = 2, 4, 5
 RULES = TraceRules(eos_id=EOS, think_close_ids=[CLOSE], interrupt_ids=[INTERRUPT], max_answer_tokens=3,

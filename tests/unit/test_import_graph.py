@@ -6,7 +6,7 @@ when that is a module, else to ``rlscale.a``.
 
 The layers, lowest first (a module imports from its own package or from a lower layer):
 
-0. ``rlscale`` (the version), ``paths``, ``options``, ``gpus``, ``results``: utilities that
+0. ``rlscale`` (the version), ``paths``, ``options``, ``gpus``, ``runfolder`` (the run folder's files): utilities that
    import nothing else of rlscale.
 1. ``config``: the run config's schema and composition.
 2. ``core``: the shared types (completions, train batches, step results, think tags) and the generator,
@@ -34,7 +34,7 @@ from typing import Dict, List, Set
 PACKAGE = Path(__file__).resolve().parents[2] / "rlscale"
 
 LAYERS: Dict[str, float] = {
-    "rlscale": 0, "rlscale.paths": 0, "rlscale.options": 0, "rlscale.gpus": 0, "rlscale.results": 0,
+    "rlscale": 0, "rlscale.paths": 0, "rlscale.options": 0, "rlscale.gpus": 0, "rlscale.runfolder": 0,
     "rlscale.config": 1,
     "rlscale.tracking": 1.5,
     "rlscale.core": 2,

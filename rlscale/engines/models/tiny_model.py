@@ -28,7 +28,7 @@ from rlscale.config.schema import MixturePart, ModelConfig, RunConfig, TaskConfi
 from rlscale.core import types as core_types
 from rlscale.core.types import THINK_CLOSE
 from rlscale.engines.models.char_tokenizer import CharTokenizer
-from rlscale.results.atomic import atomic_write
+from rlscale.runfolder.atomic import atomic_write
 from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Demonstration, Task
 from rlscale.tasks.mixture import MixtureTask

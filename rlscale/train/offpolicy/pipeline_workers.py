@@ -34,7 +34,7 @@ from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.gpus import generator_gpus
-from rlscale.results.atomic import atomic_write
+from rlscale.runfolder.atomic import atomic_write
 from rlscale.train.compute import JobShape
 from rlscale.train.offpolicy.pipeline_weights import (POLL_S, NewestVersions, PolicyReplica, ScheduledVersions, SharedWeights,
                                             Weights)

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from rlscale.config import ConfigError, compose_run_config, load_run_config
 from rlscale.config.reference import reference
 from rlscale.config.schema import RunConfig
-from rlscale.results.status import read_status
+from rlscale.runfolder.status import read_status
 from rlscale.train.entry import train_run_dir
 
 ROOT = Path(__file__).resolve().parents[3]

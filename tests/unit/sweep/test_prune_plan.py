@@ -18,8 +18,8 @@ from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FitSettings
 from rlscale.testing.curves import R0, TABLE1, LooNoise, sweep_curves, truncated, write_run
 from rlscale.plan.planner import plan_sweeps
-from rlscale.results import write_status
-from rlscale.results.status import PRUNE_REQUEST, RunState
+from rlscale.runfolder import write_status
+from rlscale.runfolder.status import PRUNE_REQUEST, RunState
 from rlscale.sweep.prune import PruningConfig, advance, rung_step
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.state import SweepRecord, VariantRecord

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 import rlscale.train.entry
-from rlscale.results import RunState, write_status
+from rlscale.runfolder import RunState, write_status
 from rlscale.sweep.job import RunJob
 
 

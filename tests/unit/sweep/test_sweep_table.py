@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from rlscale.results.status import RunState, write_status
+from rlscale.runfolder.status import RunState, write_status
 from rlscale.sweep.status import RunProgress, RunRef, collect, refs_under
 from rlscale.sweep.table import overall_eta, progress_table, summary, watch
 

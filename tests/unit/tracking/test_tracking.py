@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlscale.config import ConfigError, compose_run_config, extras, typed
-from rlscale.results.metrics import MetricsLog, read_metrics
+from rlscale.runfolder.metrics import MetricsLog, read_metrics
 from rlscale.tracking import TrackerMissing, open_tracker
 from rlscale.tracking.progress import ProgressLines
 from rlscale.tracking.sinks import tracker_run_id

@@ -8,7 +8,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from rlscale.results.atomic import atomic_write_json
+from rlscale.runfolder.atomic import atomic_write_json
 
 
 class RunState(str, Enum):

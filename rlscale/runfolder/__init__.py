@@ -6,10 +6,10 @@ results/<sweep>/<variant>/status.json    pending|running|done|failed|diverged|pr
 results/<sweep>/<variant>/checkpoints/   atomic
 results/<sweep>/sweep.json               variants, overrides, job ids, base variant
 """
-from rlscale.results.atomic import atomic_write_json, atomic_write_text
-from rlscale.results.discover import RunDir, find_runs
-from rlscale.results.metrics import MetricsLog, read_metrics
-from rlscale.results.status import RunState, read_status, write_status
+from rlscale.runfolder.atomic import atomic_write_json, atomic_write_text
+from rlscale.runfolder.discover import RunDir, find_runs
+from rlscale.runfolder.metrics import MetricsLog, read_metrics
+from rlscale.runfolder.status import RunState, read_status, write_status
 
 __all__ = ["atomic_write_json", "atomic_write_text", "RunDir", "find_runs", "MetricsLog", "read_metrics",
            "RunState", "read_status", "write_status"]

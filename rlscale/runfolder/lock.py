@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from rlscale.results.errors import Refused
-from rlscale.results.names import printable
-from rlscale.results.process import command_line, host
+from rlscale.runfolder.errors import Refused
+from rlscale.runfolder.names import printable
+from rlscale.runfolder.process import command_line, host
 
 LOCK_FILE = ".rlscale.lock"
 log = logging.getLogger("rlscale.lock")
