@@ -246,7 +246,7 @@ def main(overrides) -> int:
     print(f"  functions: {', '.join(functions)}")
     entered = sorted(hook.entries.items(), key=lambda item: (-len(item[1]), item[0]))[:TOP_ENTERED]
     print("files entered by the most functions with a config object: "
-          + ", ".join(f"{path} {len(functions)}" for path, functions in entered))
+          + ", ".join(f"{path} {len(codes)}" for path, codes in entered))
     return 0
 
 
