@@ -176,8 +176,9 @@ class ConfigPath:
     called."""
 
     def __init__(self) -> None:
-        self.files: Dict[str, str] = {}  # relative path -> first function that received a config object
-        self.entries: Dict[str, set] = {}  # relative path -> its functions that received a config object
+        # relative path -> each of its functions that received a config object, in the order they did, with the
+        # first such argument: the first is measure 2's, their number measure 4's
+        self.files: Dict[str, Dict[object, str]] = {}
         self.code: Dict[object, Optional[str]] = {}
         self.done = False
         self.knobs = KnobReads()
@@ -206,10 +207,10 @@ class ConfigPath:
         found = config_argument(frame) if code.co_name != "<module>" else None
         if found is None:
             return
-        self.entries.setdefault(path, set()).add(code)
-        if path not in self.files:
+        functions = self.files.setdefault(path, {})
+        if code not in functions:
             name, value = found
-            self.files[path] = f"{getattr(code, 'co_qualname', code.co_name)}({name}: {type(value).__name__})"
+            functions[code] = f"{getattr(code, 'co_qualname', code.co_name)}({name}: {type(value).__name__})"
 
 
 def main(overrides) -> int:
@@ -239,12 +240,12 @@ def main(overrides) -> int:
         print(f"  {knob}: {len(path)} files: {', '.join(sorted(path))}")
     print(f"files handed a config object: {len(hook.files)}")
     for path in sorted(hook.files):
-        print(f"  {path}  {hook.files[path]}")
+        print(f"  {path}  {next(iter(hook.files[path].values()))}")
     functions = sorted(path for path, function in hook.before_loop.items() if function)
     print(f"files run on the way to the loop: {len(hook.before_loop)} with class bodies, {len(functions)} with "
           "functions alone")
     print(f"  functions: {', '.join(functions)}")
-    entered = sorted(hook.entries.items(), key=lambda item: (-len(item[1]), item[0]))[:TOP_ENTERED]
+    entered = sorted(hook.files.items(), key=lambda item: (-len(item[1]), item[0]))[:TOP_ENTERED]
     print("files entered by the most functions with a config object: "
           + ", ".join(f"{path} {len(codes)}" for path, codes in entered))
     return 0
