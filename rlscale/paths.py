@@ -1,42 +1,32 @@
 """Where the Hydra tree, sweep specs, sbatch template and reference pages are found.
 
 They live at the top of the repository (``conf/``, ``sweeps/``, ``slurm/run.sbatch.tmpl``, ``docs/*.md``), and the
-build ships them inside the package as ``rlscale.conf``, ``rlscale.sweeps``, ``rlscale.slurm`` and
-``rlscale.docs`` (pyproject.toml).
-``shipped_dir`` finds each the same way from an install and from a clone: the import system's package where it
-belongs to this ``rlscale`` (a wheel install, a PEP 660 editable install), else the folder beside the package
-(a clone on ``PYTHONPATH``, an egg-link editable install). The shipped folders come last; before them, the
-user's: each folder of ``RLSCALE_CONFIG_PATH`` (``--config-dir`` sets it; several folders separated by
-``os.pathsep``) holds Hydra config groups and root configs, and a ``sweeps/`` subfolder of specs; the working
-directory's ``sweeps/`` is searched for specs after those."""
+build ships them inside the package under ``rlscale/shipped/`` (pyproject.toml), apart from the code packages
+whose names they resemble (``rlscale.config``, ``rlscale.sweep``).
+``shipped_dir`` finds each the same way from an install and from a clone: inside the package of an install, else
+beside the package. The shipped folders come last; before them, the user's: each folder of
+``RLSCALE_CONFIG_PATH`` (``--config-dir`` sets it; several folders separated by ``os.pathsep``) holds Hydra config
+groups and root configs, and a ``sweeps/`` subfolder of specs; the working directory's ``sweeps/`` is searched
+for specs after those."""
 from __future__ import annotations
 
 import errno
 import os
-from importlib import resources, util
+from importlib import resources
 from pathlib import Path
 from typing import List
 
 PACKAGE_DIR = Path(str(resources.files("rlscale")))  # pip installs unpack wheels, so this is a folder
+SHIPPED = "shipped"  # the wheel's folder of the mapped top-level folders (pyproject.toml)
 
 
 def shipped_dir(name: str) -> Path:
-    """The shipped folder ``name`` (``conf``, ``sweeps``, ``slurm``, ``docs``) of this ``rlscale``.
-
-    The package ``rlscale.<name>`` where the import system finds it inside this package (a wheel install:
-    ``site-packages/rlscale/<name>``) or beside it (a PEP 660 editable install maps it to the repository's
-    top-level folder); otherwise, or where the import system finds another checkout's folder (an editable
-    install of one clone while another is on ``PYTHONPATH``), the folder ``<name>/`` beside the package."""
-    beside = PACKAGE_DIR.parent / name
-    try:
-        spec = util.find_spec(f"rlscale.{name}")
-    except ImportError:
-        spec = None
-    mine = {(PACKAGE_DIR / name).resolve(), beside.resolve()}
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        if Path(folder).resolve() in mine and Path(folder).is_dir():
-            return Path(folder)
-    return beside
+    """The shipped folder ``name`` (``conf``, ``sweeps``, ``slurm``, ``docs``) of this ``rlscale``: inside the
+    package where the build put it (a wheel install: ``site-packages/rlscale/shipped/<name>``), else the folder
+    ``<name>/`` beside the package (a clone on ``PYTHONPATH``, an editable install; the source tree has no
+    ``rlscale/shipped/``)."""
+    inside = PACKAGE_DIR / SHIPPED / name
+    return inside if inside.is_dir() else PACKAGE_DIR.parent / name
 
 
 CONF_DIR = shipped_dir("conf")

@@ -2,7 +2,8 @@
 packages, so torch is not downloaded again) and run from a folder outside the repository, ``rlscale run``
 trains a 2-step run and ``rlscale sweep conf=loo --dry-run`` finds the packaged spec, configs and sbatch
 template (rlscale.paths). The repository's top-level ``conf/``, ``sweeps/``, ``slurm/run.sbatch.tmpl`` and
-``docs/*.md`` ship as ``rlscale/conf``, ``rlscale/sweeps``, ``rlscale/slurm`` and ``rlscale/docs``, without the
+``docs/*.md`` ship under ``rlscale/shipped/`` (apart from the code packages ``rlscale/config`` and
+``rlscale/sweep``), without the
 generated ``slurm/<sweep>/`` scripts or the examples' run folders, and ``--help`` names the installed pages; an
 editable install reads them from the source tree."""
 from __future__ import annotations
@@ -63,17 +64,19 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
        source, cwd=tmp_path)
     wheel = next((tmp_path / "dist").glob("rlscale-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for packaged in ("rlscale/conf/config.yaml", "rlscale/conf/baseline.yaml", "rlscale/conf/loss/cispo.yaml",
-                     "rlscale/sweeps/loo.yaml", "rlscale/slurm/run.sbatch.tmpl",
-                     "rlscale/report/templates/report.html.j2"):
+    for packaged in ("rlscale/shipped/conf/config.yaml", "rlscale/shipped/conf/baseline.yaml",
+                     "rlscale/shipped/conf/loss/cispo.yaml", "rlscale/shipped/sweeps/loo.yaml",
+                     "rlscale/shipped/slurm/run.sbatch.tmpl", "rlscale/report/templates/report.html.j2"):
         assert packaged in names, packaged
     for folder, ext in (("conf", "yaml"), ("sweeps", "yaml"), ("slurm", "tmpl")):  # every file of the three folders
-        shipped = {n.removeprefix("rlscale/") for n in names if n.startswith(f"rlscale/{folder}/")}
+        shipped = {n.removeprefix("rlscale/shipped/") for n in names if n.startswith(f"rlscale/shipped/{folder}/")}
         assert shipped == {p.relative_to(source).as_posix() for p in (source / folder).rglob(f"*.{ext}")}, folder
     assert {n for n in names if n.endswith(".sbatch") or n.startswith(("conf/", "sweeps/", "slurm/", "docs/"))} == set()
+    subpackages = {n.split("/")[1] for n in names if n.startswith("rlscale/") and n.count("/") > 1}
+    assert "config" in subpackages and "sweep" in subpackages and not subpackages & {"conf", "sweeps", "slurm", "docs"}
     # the reference pages --help names, without the examples' run folders
-    assert ({n for n in names if n.startswith("rlscale/docs/")}
-            == {f"rlscale/docs/{p.name}" for p in (source / "docs").glob("*.md")})
+    assert ({n for n in names if n.startswith("rlscale/shipped/docs/")}
+            == {f"rlscale/shipped/docs/{p.name}" for p in (source / "docs").glob("*.md")})
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
     venv = tmp_path / "venv"
@@ -87,14 +90,14 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     assert where.stdout.strip().startswith(str(purelib)), where.stdout
     found = sh(venv / "bin" / "python", "-c", "import rlscale.paths as p; print(p.CONF_DIR, p.SWEEPS_DIR, p.SLURM_DIR)",
                cwd=elsewhere, env=env).stdout.split()
-    assert found == [str(purelib / "rlscale" / folder) for folder in ("conf", "sweeps", "slurm")]
+    assert found == [str(purelib / "rlscale/shipped" / folder) for folder in ("conf", "sweeps", "slurm")]
 
     rlscale = venv / "bin" / "rlscale"
     assert sh(rlscale, "--version", cwd=elsewhere, env=env).stdout.startswith("rlscale ")
     wide = {**env, "COLUMNS": "400"}  # rich wraps --help to the width, even inside a long path
     help_text = " ".join(sh(rlscale, "run", "--help", cwd=elsewhere, env=wide).stdout.replace("│", " ").split())
-    assert f"{purelib / 'rlscale/docs/configuration.md'};" in help_text
-    assert (purelib / "rlscale/docs/configuration.md").is_file()
+    assert f"{purelib / 'rlscale/shipped/docs/configuration.md'};" in help_text
+    assert (purelib / "rlscale/shipped/docs/configuration.md").is_file()
     run = sh(rlscale, "run", "trainer.max_steps=2", "trainer.eval_every=2", "task.val_size=20", cwd=elsewhere, env=env)
     assert "done" in run.stdout
     metrics = [json.loads(line) for line in (elsewhere / "results/default/run/metrics.jsonl").read_text().splitlines()]
@@ -104,7 +107,8 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     dry = sh(rlscale, "sweep", "conf=loo", "--dry-run", "--seeds", "1", cwd=elsewhere, env=env)
     assert "nothing submitted" in dry.stdout
     record = json.loads((elsewhere / "results/loo/sweep.json").read_text())
-    assert record["variants"][0]["run_dir"] == "scalerl" and Path(record["spec"]).parent == purelib / "rlscale/sweeps"
+    assert record["variants"][0]["run_dir"] == "scalerl"
+    assert Path(record["spec"]).parent == purelib / "rlscale/shipped/sweeps"
     assert "#SBATCH" in (elsewhere / "slurm/loo/scalerl.sbatch").read_text()
 
 
