@@ -3,13 +3,15 @@ packages, so torch is not downloaded again) and run from a folder outside the re
 trains a 2-step run and ``rlscale sweep conf=loo --dry-run`` finds the packaged spec, configs and sbatch
 template (rlscale.paths). The repository's top-level ``conf/``, ``sweeps/``, ``slurm/run.sbatch.tmpl`` and
 ``docs/*.md`` ship under ``rlscale/shipped/`` (apart from the code packages ``rlscale/config`` and
-``rlscale/sweep``), without the
+``rlscale/sweep``) with the measurements the pages link to (``bench/results/``), every link resolving, without the
 generated ``slurm/<sweep>/`` scripts or the examples' run folders, and ``--help`` names the installed pages; an
 editable install reads them from the source tree."""
 from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import shutil
 import site
 import subprocess
@@ -77,6 +79,14 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     # the reference pages --help names, without the examples' run folders
     assert ({n for n in names if n.startswith("rlscale/shipped/docs/")}
             == {f"rlscale/shipped/docs/{p.name}" for p in (source / "docs").glob("*.md")})
+    assert ({n for n in names if n.startswith("rlscale/shipped/bench/results/")}
+            == {f"rlscale/shipped/bench/results/{p.name}" for p in (source / "bench/results").glob("*.*")
+                if p.suffix in (".md", ".log")})
+    for page in (n for n in names if n.startswith("rlscale/shipped/docs/")):  # their links resolve in the install
+        for target in re.findall(r"\]\(([^)\s]+)\)", zipfile.ZipFile(wheel).read(page).decode()):
+            path = target.split("#")[0]
+            if path and "://" not in path:
+                assert posixpath.normpath(posixpath.join(posixpath.dirname(page), path)) in names, (page, target)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
     venv = tmp_path / "venv"

@@ -24,13 +24,15 @@ def test_license_and_metadata():
 
 def test_the_build_lists_every_package_and_maps_the_top_level_folders():
     """pyproject.toml names its packages (the mapped folders cannot be found by ``packages.find``): every
-    package of ``rlscale/`` is listed, and ``conf/``, ``sweeps/``, ``slurm/``, ``docs/`` ship as ``rlscale.shipped.<folder>``,
-    so no shipped folder sits beside a code package of a like name (``rlscale/config``, ``rlscale/sweep``)."""
+    package of ``rlscale/`` is listed, and ``conf/``, ``sweeps/``, ``slurm/``, ``docs/``, ``bench/results/`` ship as
+    ``rlscale.shipped.<folder>``, so no shipped folder sits beside a code package of a like name
+    (``rlscale/config``, ``rlscale/sweep``)."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    mapped = {f"rlscale.shipped.{folder}": folder for folder in ("conf", "sweeps", "slurm", "docs")}
+    mapped = {f"rlscale.shipped.{folder.replace('/', '.')}": folder
+              for folder in ("conf", "sweeps", "slurm", "docs", "bench/results")}
     assert setuptools["package-dir"] == mapped
     assert sorted(setuptools["packages"]) == sorted([*find_packages(str(ROOT), include=["rlscale", "rlscale.*"]), *mapped])
     for folder in mapped.values():
-        assert (ROOT / folder).is_dir() and not (ROOT / "rlscale" / folder).exists(), folder
+        assert (ROOT / folder).is_dir() and not (ROOT / "rlscale" / folder.split("/")[0]).exists(), folder
     assert not (ROOT / "rlscale/shipped").exists()
     assert (ROOT / "slurm/run.sbatch.tmpl").is_file() and (ROOT / "conf/config.yaml").is_file()
