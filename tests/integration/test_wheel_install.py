@@ -65,7 +65,8 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "dist",
        source, cwd=tmp_path)
     wheel = next((tmp_path / "dist").glob("rlscale-*.whl"))
-    names = zipfile.ZipFile(wheel).namelist()
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
     for packaged in ("rlscale/shipped/conf/config.yaml", "rlscale/shipped/conf/baseline.yaml",
                      "rlscale/shipped/conf/loss/cispo.yaml", "rlscale/shipped/sweeps/loo.yaml",
                      "rlscale/shipped/slurm/run.sbatch.tmpl", "rlscale/report/templates/report.html.j2"):
@@ -83,7 +84,7 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
             == {f"rlscale/shipped/bench/results/{p.name}" for p in (source / "bench/results").glob("*.*")
                 if p.suffix in (".md", ".log")})
     for page in (n for n in names if n.startswith("rlscale/shipped/docs/")):  # their links resolve in the install
-        for target in re.findall(r"\]\(([^)\s]+)\)", zipfile.ZipFile(wheel).read(page).decode()):
+        for target in re.findall(r"\]\(([^)\s]+)\)", archive.read(page).decode()):
             path = target.split("#")[0]
             if path and "://" not in path:
                 assert posixpath.normpath(posixpath.join(posixpath.dirname(page), path)) in names, (page, target)
