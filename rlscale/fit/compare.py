@@ -28,8 +28,9 @@ from rlscale.fit.ranking import tiers
 from rlscale.fit.run import refit_with_a
 from rlscale.fit.schema import (BASE, MORE_COMPUTE, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
                                 EvalNoise, FitSettings, RunFit)
-from rlscale.fit.verdicts import (Resolution, ceiling_resolved, efficiency_resolved, prompts_to_resolve,
-                                  seeds_to_resolve, verdict)
+from rlscale.fit.family import NO_CORRECTION, Family, adjusted, family
+from rlscale.fit.verdicts import (Decisions, Resolution, ceiling_p, ceiling_resolved, efficiency_p,
+                                  efficiency_resolved, prompts_to_resolve, seeds_to_resolve, verdict)
 
 
 @dataclass
@@ -42,8 +43,15 @@ class VariantFit:
     fixed: Dict[float, List[Optional[SigmoidParams]]] = field(default_factory=dict, repr=False)
 
     @property
+    def seeds_in_a(self) -> List[RunFit]:
+        """The seeds whose A enters the comparisons of A: those whose A is identified (rlscale.fit.run); a seed
+        whose ceiling its own points do not bound would carry a number the data do not resolve into a dA."""
+        return [r for r in self.runs if r.A_identified]
+
+    @property
     def A(self) -> float:
-        return statistics.fmean(r.A for r in self.runs)
+        """The mean A of the seeds in ``seeds_in_a`` (of every seed when none is identified)."""
+        return statistics.fmean(r.A for r in (self.seeds_in_a or self.runs))
 
     @property
     def B(self) -> float:
@@ -55,20 +63,23 @@ class VariantFit:
 
     @property
     def unidentified(self) -> str:
-        """Why the variant's A is not identified ("" when it is): a seed whose A is at the edge of its range or
-        whose curve has not bent (named), or more than half its seeds with an interval that reaches the edge
-        (rlscale.fit.run)."""
-        for r in self.runs:
-            if r.A_identified is False and not r.A_interval_open:
-                reason = r.A_identified_reason or NOT_IDENTIFIED
-                return reason if len(self.runs) == 1 or r.seed is None else f"seed {r.seed}: {reason}"
-        open_ = [r for r in self.runs if r.A_interval_open]
-        if 2 * len(open_) > len(self.runs):
-            reason = open_[0].A_identified_reason
-            if len(self.runs) == 1:
-                return reason
-            return f"seeds {', '.join(str(r.seed) for r in open_)} of {len(self.runs)}: {reason}"
-        return ""
+        """Why the variant's A is not identified ("" when some seed's is): no seed has an identified A (the
+        reason of the first, rlscale.fit.run)."""
+        if self.seeds_in_a:
+            return ""
+        reason = self.runs[0].A_identified_reason or NOT_IDENTIFIED
+        if len(self.runs) == 1:
+            return reason
+        return f"no seed of {len(self.runs)}: seed {self.runs[0].seed}: {reason}"
+
+    @property
+    def left_out(self) -> str:
+        """The seeds left out of the comparisons of A, with why ("" when none is)."""
+        out = [r for r in self.runs if not r.A_identified]
+        if not out or not self.seeds_in_a:
+            return ""
+        seeds = ", ".join(str(r.seed) for r in out)
+        return f"seed{'s' if len(out) > 1 else ''} {seeds} left out of dA (A not identified)"
 
     def refits(self, a: float, settings: FitSettings) -> List[Optional[SigmoidParams]]:
         """Each seed refit with A held at ``a`` (None where the paper method's grid finds no fit)."""
@@ -83,10 +94,15 @@ class VariantFit:
         """Mean B of the seeds refit at ``a``; NaN when a refit finds no fit."""
         return statistics.fmean(self.b_values(a, settings))
 
-    def by_seed(self, values: List[float]) -> Values:
-        """``values`` (one per run) keyed by seed; a run without a seed gets a key no other variant shares."""
-        return {(r.seed if r.seed is not None else (self.variant, i)): v for i, (r, v) in enumerate(zip(self.runs,
-                                                                                                      values))}
+    def by_seed(self, values: List[float], runs: Optional[List[RunFit]] = None) -> Values:
+        """``values`` (one per run of ``runs``, default all) keyed by seed; a run without a seed gets a key no
+        other variant shares."""
+        runs = self.runs if runs is None else runs
+        return {(r.seed if r.seed is not None else (self.variant, i)): v for i, (r, v) in enumerate(zip(runs, values))}
+
+    def a_values(self) -> Values:
+        """The A of the seeds in ``seeds_in_a``, keyed by seed."""
+        return self.by_seed([r.A for r in self.seeds_in_a], self.seeds_in_a)
 
 
 @dataclass
@@ -106,32 +122,32 @@ class Sweep:
         """The seed table of A (``a`` None), of B refit at ``a``, or of the free fits' B (``free_b``)."""
         key = math.inf if free_b else a
         if key not in self.tables:
-            values = {v.variant: v.by_seed([r.B for r in v.runs] if free_b else
-                                           [r.A for r in v.runs] if a is None else v.b_values(a, self.settings))
+            values = {v.variant: v.a_values() if a is None and not free_b else
+                      v.by_seed([r.B for r in v.runs] if free_b else v.b_values(a, self.settings))
                       for v in self.identified}
             self.tables[key] = SeedTable.of(values, self.settings.paired)
         return self.tables[key]
 
     def d_a(self, p: VariantFit, q: VariantFit) -> Difference:
-        return self._difference(self.table(), p, q, [r.A for r in p.runs], [r.A for r in q.runs])
+        return self._difference(self.table(), p, q, p.a_values(), q.a_values())
 
     def d_b(self, p: VariantFit, q: VariantFit, a: float) -> Optional[Difference]:
         bp, bq = p.b_values(a, self.settings), q.b_values(a, self.settings)
         if not all(math.isfinite(b) for b in bp + bq):
             return None
-        return self._difference(self.table(a), p, q, bp, bq)
+        return self._difference(self.table(a), p, q, p.by_seed(bp), q.by_seed(bq))
 
     def d_b_free(self, p: VariantFit, q: VariantFit) -> Difference:
         """dB of the free fits (each variant at its own A)."""
-        return self._difference(self.table(free_b=True), p, q, [r.B for r in p.runs], [r.B for r in q.runs])
+        return self._difference(self.table(free_b=True), p, q, p.by_seed([r.B for r in p.runs]),
+                                q.by_seed([r.B for r in q.runs]))
 
-    def _difference(self, table: SeedTable, p: VariantFit, q: VariantFit, vp: List[float],
-                    vq: List[float]) -> Difference:
+    def _difference(self, table: SeedTable, p: VariantFit, q: VariantFit, vp: Values, vq: Values) -> Difference:
         """p - q from ``table``; a variant outside the table (A not identified) brings its own values and
         borrows the table's spread."""
         if p.variant in table.values and q.variant in table.values:
             return table.difference(p.variant, q.variant, self.settings.ci_level)
-        values = {**table.values, p.variant: p.by_seed(vp), q.variant: q.by_seed(vq)}
+        values = {**table.values, p.variant: vp, q.variant: vq}
         borrowed = SeedTable(values=values, paired=table.paired, unpaired=table.unpaired, pairing=table.pairing)
         return borrowed.difference(p.variant, q.variant, self.settings.ci_level)
 
@@ -194,19 +210,21 @@ def _ranking(name: str, sweep: Sweep, failed: List[str]) -> List[ComparisonRow]:
     several variants B at the tier's mean A with dB to the first of its B tier (or of the B tier above)."""
     s = sweep.settings
     rows: List[ComparisonRow] = []
+    fam = ranking_family(len(sweep.identified), s)
+    level = 1 - fam.per_test
     a_tiers = tiers(sweep.identified, lambda v: v.A, lambda v: v.variant,
-                    lambda top, v: ceiling_resolved(sweep.d_a(top, v), s.margin))
+                    lambda top, v: ceiling_resolved(sweep.d_a(top, v), s.margin, level))
     rank = 0
     for t, a_tier in enumerate(a_tiers):
         a = statistics.fmean(v.A for v in a_tier)
         b_tiers = [a_tier]
         if len(a_tier) > 1:
             b_tiers = tiers(a_tier, lambda v: _finite(v.b_at(a, s)), lambda v: v.variant,
-                            lambda top, v: efficiency_resolved(sweep.d_b(top, v, a), sweep.d_b_free(top, v)))
+                            lambda top, v: efficiency_resolved(sweep.d_b(top, v, a), sweep.d_b_free(top, v), level))
         for u, b_tier in enumerate(b_tiers):
             rank += 1
             for v in b_tier:
-                rows.append(_rank_row(name, sweep, v, rank, a_tiers, t, b_tiers, u, a))
+                rows.append(_rank_row(name, sweep, v, rank, a_tiers, t, b_tiers, u, a, fam))
     for v in sweep.members:
         if v.unidentified:
             rows.append(ComparisonRow(kind="rank", sweep=name, variant=v.variant, A=v.A, B=v.B, C_mid=v.C_mid,
@@ -216,18 +234,28 @@ def _ranking(name: str, sweep: Sweep, failed: List[str]) -> List[ComparisonRow]:
     return rows
 
 
+def ranking_family(n: int, settings: FitSettings) -> Family:
+    """The comparisons a ranking of ``n`` variants makes: each variant below the first of its A tier once in
+    A, and at most once more in B inside its A tier: 2 (n - 1), Bonferroni (rlscale.fit.family)."""
+    return family("each ranked variant against the first of its tier, in A and in B", 2 * max(n - 1, 0),
+                  settings.ci_level, settings.correction, fixed=False)
+
+
 def _rank_row(name: str, sweep: Sweep, v: VariantFit, rank: int, a_tiers: List[List[VariantFit]], t: int,
-              b_tiers: List[List[VariantFit]], u: int, a: float) -> ComparisonRow:
+              b_tiers: List[List[VariantFit]], u: int, a: float, fam: Family) -> ComparisonRow:
     """The ranking row of ``v`` (A tier ``t``, B tier ``u`` of it), its note about itself only."""
     s = sweep.settings
     a_tier, b_tier = a_tiers[t], b_tiers[u]
     row = ComparisonRow(kind="rank", sweep=name, variant=v.variant, rank=rank, A=v.A, B=v.B, C_mid=v.C_mid,
-                        tie=len(b_tier) > 1)
-    notes = [f"{len(v.runs)} seeds"] if len(v.runs) > 1 else ["one seed"]
+                        tie=len(b_tier) > 1, family_size=fam.size, correction=fam.method)
+    notes = [f"{len(v.seeds_in_a)} seeds"] if len(v.seeds_in_a) > 1 else ["one seed"]
+    if v.left_out:
+        notes.append(v.left_out)
     reference = a_tier[0] if v is not a_tier[0] else (a_tiers[t - 1][0] if t else None)
     if reference is not None:
         d_a = sweep.d_a(v, reference)
         _set_interval(row, d_a, "dA")
+        _set_p(row, ceiling_p(d_a, s.margin), fam)
         separated = v is a_tier[0]
         notes.append(f"dA vs {reference.variant}: " + ("beyond the margin, resolved" if separated else
                                                        "not resolved beyond the margin (same A tier)"))
@@ -250,7 +278,7 @@ def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noise: Optiona
     s = sweep.settings
     by_name = {v.variant: v for v in sweep.members}
     base_name = entries[0][0]
-    pooled = [r for v in sweep.identified for r in v.runs]
+    pooled = [r for v in sweep.identified for r in v.seeds_in_a]
     if not pooled:
         return [ComparisonRow(kind="loo", sweep=name, variant=n, axis=ax, verdict=UNRESOLVED, reason=NOT_IDENTIFIED,
                               needs=MORE_COMPUTE, note="no run of the sweep has an identified A")
@@ -267,42 +295,99 @@ def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noise: Optiona
             continue
         row = ComparisonRow(kind="loo", sweep=name, variant=variant, axis=axis, A=v.A, B=v.B, C_mid=v.C_mid,
                             A_fixed=a_fixed, B_fixed=v.b_at(a_fixed, s))
-        if v.unidentified:
-            row.note = v.unidentified
+        row.note = v.unidentified or v.left_out
         if base is None:
             row.note = f"base {base_name!r} has no ok fit"
         elif variant == base_name:
             row.verdict = BASE
-        else:
-            _loo_verdict(row, sweep, v, base, a_fixed, noise)
         rows.append(row)
+    if base is not None:
+        _loo_verdicts([(row, by_name[row.variant]) for row in rows if row.variant in by_name
+                       and row.variant != base_name], sweep, base, a_fixed, noise)
     return rows
 
 
-def _loo_verdict(row: ComparisonRow, sweep: Sweep, v: VariantFit, base: VariantFit, a_fixed: float,
-                 noise: Optional[EvalNoise]) -> None:
-    """dA, dB, the band on dB, the eval-noise share and the verdict of reversion ``v`` against ``base``."""
+def loo_family(axes: int, settings: FitSettings) -> Family:
+    """The comparisons of a LOO table: each of ``axes`` reversions against the base, in A (ceiling) and in B
+    at the fixed A (efficiency): Holm over 2 x axes (rlscale.fit.family)."""
+    return family(f"{axes} reverted axes against the base, each in ceiling and in efficiency", 2 * axes,
+                  settings.ci_level, settings.correction, fixed=True)
+
+
+@dataclass
+class _LooTest:
+    """One reversion's differences against the base and the p-values of its two findings (None: not tested,
+    a variant or the base without an identified A)."""
+
+    row: ComparisonRow
+    v: VariantFit
+    d_a: Difference
+    d_b: Optional[Difference]
+    d_b_free: Optional[Difference]
+    p_ceiling: Optional[float]
+    p_efficiency: Optional[float]
+
+
+def _loo_verdicts(pairs: List[Tuple[ComparisonRow, VariantFit]], sweep: Sweep, base: VariantFit, a_fixed: float,
+                  noise: Optional[EvalNoise]) -> None:
+    """Every reversion's verdict, its two findings judged over the table's family (Holm by default)."""
     s = sweep.settings
-    d_a, d_b = sweep.d_a(v, base), sweep.d_b(v, base, a_fixed)
-    _set_interval(row, d_a, "dA")
-    if d_b is not None:
-        _set_interval(row, d_b, "dB")
+    tests = []
+    for row, v in pairs:
+        d_a, d_b, d_b_free = sweep.d_a(v, base), sweep.d_b(v, base, a_fixed), sweep.d_b_free(v, base)
+        tested = not (v.unidentified or base.unidentified) and d_a.has_interval
+        tests.append(_LooTest(row, v, d_a, d_b, d_b_free,
+                              ceiling_p(d_a, s.margin) if tested else None,
+                              (efficiency_p(d_b, d_b_free) if abs(d_a.value) <= s.margin else 1.0) if tested else None))
+    fam = loo_family(sum(t.p_ceiling is not None for t in tests), s)
+    adjusted_p = adjusted([p for t in tests for p in (t.p_ceiling, t.p_efficiency)], fam)
+    for i, t in enumerate(tests):
+        adj_c, adj_e = adjusted_p[2 * i], adjusted_p[2 * i + 1]
+        decisions = Decisions()
+        if adj_c is not None and adj_e is not None:
+            p, p_adj = min((t.p_ceiling, adj_c), (t.p_efficiency, adj_e), key=lambda pair: pair[1])
+            decisions = Decisions(ceiling=adj_c <= fam.alpha,
+                                  efficiency=adj_e <= fam.alpha, p=p, p_adjusted=p_adj, size=fam.size,
+                                  method=fam.method, alpha=fam.alpha,
+                                  within_level=None if fam.method == NO_CORRECTION else 1 - fam.per_test)
+            t.row.p_value, t.row.p_adjusted = p, p_adj
+        t.row.family_size, t.row.correction = fam.size, fam.method
+        _loo_verdict(t, sweep, base, a_fixed, noise, decisions, fam)
+
+
+def _loo_verdict(t: _LooTest, sweep: Sweep, base: VariantFit, a_fixed: float, noise: Optional[EvalNoise],
+                 decisions: Decisions, fam: Family) -> None:
+    """dA, dB, the band on dB, the eval-noise share and the verdict of reversion ``t.v`` against ``base``; the
+    seeds and prompts that would resolve it are those at the level the family leaves to one comparison."""
+    s, row, v = sweep.settings, t.row, t.v
+    _set_interval(row, t.d_a, "dA")
+    if t.d_b is not None:
+        _set_interval(row, t.d_b, "dB")
     base_b = base.b_at(a_fixed, s)
     row.margin_B = s.margin_b * abs(base_b) if math.isfinite(base_b) else None
     if base.unidentified and not v.unidentified:
         row.note = f"base: {base.unidentified}"
+    elif base.left_out and not v.unidentified:
+        row.note = "; ".join(n for n in (row.note, f"base: {base.left_out}") if n)
     spread = sweep.spread_a(v, base)
     share = noise.share if noise is not None else None
     row.eval_share = share
-    seeds = min(len(v.runs), len(base.runs))
+    seeds = min(len(v.seeds_in_a), len(base.seeds_in_a)) or 1
+    level = 1 - fam.per_test if fam.method != NO_CORRECTION else s.ci_level
     resolution = Resolution(
-        seeds=seeds_to_resolve(spread.sd if spread else None, s.margin, s.ci_level),
+        seeds=seeds_to_resolve(spread.sd if spread else None, s.margin, level),
         prompts=prompts_to_resolve(spread.sd if spread else None, share, seeds,
-                                   noise.eval_prompts if noise is not None else None, s.margin, s.ci_level),
+                                   noise.eval_prompts if noise is not None else None, s.margin, level),
         eval_share=share)
-    found = verdict(d_a, d_b, sweep.d_b_free(v, base), s.margin, row.margin_B,
-                    not (v.unidentified or base.unidentified), resolution)
+    found = verdict(t.d_a, t.d_b, t.d_b_free, s.margin, row.margin_B, not (v.unidentified or base.unidentified),
+                    resolution, decisions)
     row.verdict, row.reason, row.needs = found.verdict, found.reason, found.needs
+
+
+def _set_p(row: ComparisonRow, p: float, fam: Family) -> None:
+    """A ranking row's p-value and its Bonferroni adjustment."""
+    row.p_value = p
+    row.p_adjusted = adjusted([p], fam)[0]
 
 
 def _set_interval(row: ComparisonRow, d: Difference, which: str) -> None:

@@ -63,13 +63,15 @@ def difference(p: Samples, q: Samples, pooled: Optional[Pooled], level: float) -
     """p - q with its interval (module docstring for the source)."""
     value = p.mean - q.mean
     if len(p.seeds) >= 2 and len(q.seeds) >= 2 and pooled is not None:
-        half = student_t.ppf((1 + level) / 2, pooled.df) * pooled.sd * math.sqrt(1 / len(p.seeds) + 1 / len(q.seeds))
+        se = pooled.sd * math.sqrt(1 / len(p.seeds) + 1 / len(q.seeds))
+        half = student_t.ppf((1 + level) / 2, pooled.df) * se
         n = len(p.seeds) if len(p.seeds) == len(q.seeds) else f"{len(p.seeds)}/{len(q.seeds)}"
-        return Difference(value, value - half, value + half, f"seeds n={n}")
+        return Difference(value, value - half, value + half, f"seeds n={n}", se=se, df=pooled.df)
     if p.draws is None or q.draws is None or not p.draws.size:
         return Difference(value, None, None, NONE)
-    lo, hi = np.percentile(p.draws - q.draws, [50 * (1 - level), 50 * (1 + level)])
-    return Difference(value, float(lo), float(hi), BOOTSTRAP)
+    draws = p.draws - q.draws
+    lo, hi = np.percentile(draws, [50 * (1 - level), 50 * (1 + level)])
+    return Difference(value, float(lo), float(hi), BOOTSTRAP, draws=tuple(float(d) for d in draws))
 
 
 def mean_draws(draws: List[np.ndarray]) -> Optional[np.ndarray]:

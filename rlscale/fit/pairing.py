@@ -72,15 +72,17 @@ class SeedTable:
             source = f"{PAIRED} n={len(common)}"
             if self.paired is None:
                 return Difference(value, None, None, source)
-            half = _t(level, self.paired.df) * self.paired.sd * math.sqrt(2 / len(common))
-            return Difference(value, value - half, value + half, source)
+            se = self.paired.sd * math.sqrt(2 / len(common))
+            half = _t(level, self.paired.df) * se
+            return Difference(value, value - half, value + half, source, se=se, df=self.paired.df)
         value = statistics.fmean(vp.values()) - statistics.fmean(vq.values())
         n = len(vp) if len(vp) == len(vq) else f"{len(vp)}/{len(vq)}"
         source = f"{UNPAIRED} n={n}"
         if self.unpaired is None:
             return Difference(value, None, None, source)
-        half = _t(level, self.unpaired.df) * self.unpaired.sd * math.sqrt(1 / len(vp) + 1 / len(vq))
-        return Difference(value, value - half, value + half, source)
+        se = self.unpaired.sd * math.sqrt(1 / len(vp) + 1 / len(vq))
+        half = _t(level, self.unpaired.df) * se
+        return Difference(value, value - half, value + half, source, se=se, df=self.unpaired.df)
 
     def spread_for(self, p: str, q: str) -> Optional[Pooled]:
         """The spread behind the interval of p - q (paired or unpaired)."""

@@ -14,8 +14,9 @@ identified (all of them when none is), and a pair's seed interval uses the large
 
 **Separated** (``separated``): the difference is a ceiling-type finding at the budget
 (rlscale.fit.verdicts.ceiling_resolved): more than the margin, with an interval that excludes 0 (a
-bootstrap interval, blind to the run-to-run spread, must lie wholly beyond the margin). Variants that are
-not separated from the best are **tied** with it; tiers follow the transitive rule of rlscale.fit.ranking.
+bootstrap interval, blind to the run-to-run spread, must lie wholly beyond the margin), at the level the
+tiers' family leaves to one comparison (Bonferroni over the n - 1 cuts, rlscale.fit.family). Variants that
+are not separated from the best are **tied** with it; tiers follow the transitive rule of rlscale.fit.ranking.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from rlscale.fit.differences import Pooled, Samples, difference, mean_draws
+from rlscale.fit.family import HOLM, Family, family
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.ranking import tiers
 from rlscale.fit.run import bootstrap_refits
@@ -121,15 +123,24 @@ def pooled_of(predictions: Sequence[VariantPrediction]) -> Optional[Pooled]:
                    or [p.samples.seeds for p in predictions])
 
 
-def separated(d: Difference, margin: float) -> bool:
-    """``d`` (higher minus lower) resolves a difference at the budget (module docstring)."""
-    return d.value > 0 and ceiling_resolved(d, margin)
+def separated(d: Difference, margin: float, level: Optional[float] = None) -> bool:
+    """``d`` (higher minus lower) resolves a difference at the budget (module docstring), its interval read at
+    ``level`` when given (the level a family of comparisons leaves to one, rlscale.fit.family)."""
+    return d.value > 0 and ceiling_resolved(d, margin, level)
 
 
-def predicted_tiers(predictions: Sequence[VariantPrediction], margin: float,
-                    level: float) -> List[List[VariantPrediction]]:
+def tier_family(n: int, level: float, correction: str) -> Family:
+    """The comparisons the tiers of ``n`` predictions make: each below the first of its tier once, n - 1,
+    Bonferroni (the reference is chosen by earlier cuts, rlscale.fit.family)."""
+    return family("each setting against the first of its tier at the budget", max(n - 1, 0), level, correction,
+                  fixed=False)
+
+
+def predicted_tiers(predictions: Sequence[VariantPrediction], margin: float, level: float,
+                    correction: str = HOLM) -> List[List[VariantPrediction]]:
     """Tiers by predicted reward (rlscale.fit.ranking.tiers): a variant starts a new tier when it is
-    separated from the first member of the current one."""
+    separated from the first member of the current one at the level ``tier_family`` leaves to one comparison."""
     pooled = pooled_of(predictions)
+    per_test = 1 - tier_family(len(predictions), level, correction).per_test
     return tiers(predictions, value=lambda p: p.value, name=lambda p: p.variant,
-                 separated=lambda first, item: separated(gap(first, item, pooled, level), margin))
+                 separated=lambda first, item: separated(gap(first, item, pooled, level), margin, per_test))

@@ -4,7 +4,8 @@ curve so far and its reward at the full planned compute predicted with an interv
 the margin with an interval of the difference that excludes 0 (a bootstrap interval: wholly beyond the
 margin), the ceiling-verdict rule of rlscale.fit.verdicts applied to predicted rewards, and its A is
 identified at the rung (rlscale.fit.run: a curve that has not bent yet is extrapolated from its lower half
-and its prediction is not trusted to stop it). Everything else goes on: a variant that cannot be fitted
+and its prediction is not trusted to stop it). The gaps of one rung are one family: Holm over them
+(rlscale.fit.family), so a rung of many null variants stops none with probability at least the level. Everything else goes on: a variant that cannot be fitted
 yet, whose A is not identified, or whose difference the data do not resolve, is never stopped. The
 paper's margin is 0.02 (App. A.7).
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
+from rlscale.fit.family import HOLM, adjusted, family
 from rlscale.fit.predict import VariantPrediction, gap, pooled_of, separated
+from rlscale.fit.verdicts import ceiling_p
 from rlscale.fit.schema import Difference
 
 
@@ -30,16 +33,24 @@ class PruneDecision:
     pruned: bool
 
 
-def decide(predictions: Sequence[VariantPrediction], margin: float, level: float) -> List[PruneDecision]:
+def decide(predictions: Sequence[VariantPrediction], margin: float, level: float,
+           correction: str = HOLM) -> List[PruneDecision]:
     """The decision for every variant with a prediction (module docstring); the best is the highest
-    prediction (name breaks exact ties)."""
+    prediction (name breaks exact ties). The rung's gaps to the best are one family, Holm by default
+    (rlscale.fit.family): a variant is stopped when its gap is separated at its adjusted p-value."""
     if not predictions:
         return []
-    best = min(predictions, key=lambda p: (-p.value, p.variant))
+    ordered = sorted(predictions, key=lambda p: (-p.value, p.variant))
+    best, rest = ordered[0], ordered[1:]
     pooled = pooled_of(predictions)
-    out = []
-    for p in sorted(predictions, key=lambda p: (-p.value, p.variant)):
-        d = None if p is best else gap(best, p, pooled, level)
+    gaps = [gap(best, p, pooled, level) for p in rest]
+    fam = family("each variant against the best at the full budget", len(rest), level, correction, fixed=True)
+    p_values = [ceiling_p(d, margin) if p.identified and d.value > 0 else None
+                for p, d in zip(rest, gaps)]
+    adjusted_p = adjusted(p_values, fam)
+    out = [PruneDecision(variant=best.variant, predicted=best.value, lo=best.lo, hi=best.hi, gap=None,
+                         pruned=False)]
+    for p, d, adj in zip(rest, gaps, adjusted_p):
         out.append(PruneDecision(variant=p.variant, predicted=p.value, lo=p.lo, hi=p.hi, gap=d,
-                                 pruned=bool(d is not None and p.identified and separated(d, margin))))
+                                 pruned=bool(adj is not None and adj <= fam.alpha and separated(d, margin))))
     return out

@@ -5,9 +5,12 @@ Parameters follow Eq. 1 of the paper: R_C = R0 + (A - R0) / (1 + (C_mid / C)^B).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
+
+import numpy as np
+from scipy.stats import t as student_t
 
 FITS_JSON = "fits.json"
 FITS_CSV = "fits.csv"
@@ -39,7 +42,8 @@ SEED_SPREAD = "seed spread"
 ONE_SEED = "one seed"
 CEILING_OR_EFFICIENCY = "dB resolved but not the free fits' B"
 MORE_COMPUTE, MORE_SEEDS, MORE_EVAL_PROMPTS = "more compute", "more seeds", "more distinct eval prompts"
-REASONS = (NOT_IDENTIFIED, ONE_SEED, EVAL_NOISE, SEED_SPREAD, CEILING_OR_EFFICIENCY)
+MULTIPLE_COMPARISONS = "multiple comparisons"
+REASONS = (NOT_IDENTIFIED, ONE_SEED, MULTIPLE_COMPARISONS, EVAL_NOISE, SEED_SPREAD, CEILING_OR_EFFICIENCY)
 
 
 def axis_label(x: str) -> str:
@@ -59,7 +63,10 @@ class FitSettings:
     ``x`` "auto" is resolved by ``fit_results`` (gpu_hours when every run's eval lines carry it, else flops)
     and stored resolved; ``x_requested`` keeps what was asked. ``paired``: compare variants seed by seed
     where they share seeds (rlscale.fit.pairing). ``margin_b``: the band on dB, as a fraction of the base's
-    B at the fixed A, inside which a resolved interval reads ``within margin`` (rlscale.fit.verdicts)."""
+    B at the fixed A, inside which a resolved interval reads ``within margin`` (rlscale.fit.verdicts).
+    ``correction``: "holm" (default) controls the chance of any false finding in a table at 1 - ``ci_level``
+    (rlscale.fit.family: Holm where the family is fixed, Bonferroni for tiers), "none" judges each
+    comparison alone (``--no-correction``)."""
 
     x: str = "auto"
     x_requested: str = "auto"
@@ -82,6 +89,7 @@ class FitSettings:
     a_bounds: List[float] = field(default_factory=lambda: [0.0, 1.0])
     paired: bool = True
     margin_b: float = 0.10
+    correction: str = "holm"
 
 
 @dataclass
@@ -190,12 +198,29 @@ class Difference:
     """A difference between two variants (p - q) with its interval at the fits' ``ci_level``.
     ``source``: "paired n=3" (seed by seed, rlscale.fit.pairing), "unpaired n=3" (seed means), "seeds n=3"
     (a prediction's seed t-interval, rlscale.fit.predict), "bootstrap" (a one-seed prediction: the bootstrap
-    of both runs' points, refitted) or "none"; a seed source without ``lo``/``hi`` had no spread to use."""
+    of both runs' points, refitted) or "none"; a seed source without ``lo``/``hi`` had no spread to use.
+    A t-interval keeps its standard error ``se`` and degrees of freedom ``df``, a bootstrap interval its
+    ``draws``, so that the same difference can be read at another level (``interval``) and tested
+    (rlscale.fit.family: the level a family of comparisons leaves to each)."""
 
     value: float
     lo: Optional[float]
     hi: Optional[float]
     source: str
+    se: Optional[float] = None
+    df: Optional[float] = None
+    draws: Optional[Tuple[float, ...]] = field(default=None, repr=False, compare=False)
+
+    def at_level(self, level: float) -> "Difference":
+        """The same difference with its interval at ``level`` (a t-interval from ``se`` and ``df``, bootstrap
+        percentiles from ``draws``); unchanged when it has neither."""
+        if self.se is not None and self.df is not None:
+            half = float(student_t.ppf((1 + level) / 2, self.df)) * self.se
+            return replace(self, lo=self.value - half, hi=self.value + half)
+        if self.draws:
+            lo, hi = np.percentile(np.asarray(self.draws), [50 * (1 - level), 50 * (1 + level)])
+            return replace(self, lo=float(lo), hi=float(hi))
+        return self
 
     @property
     def has_interval(self) -> bool:
@@ -284,6 +309,10 @@ class ComparisonRow:
     reason: str = ""
     needs: str = ""
     tie: bool = False
+    p_value: Optional[float] = None
+    p_adjusted: Optional[float] = None
+    family_size: Optional[int] = None
+    correction: str = ""
 
     @property
     def verdict_text(self) -> str:

@@ -36,9 +36,10 @@ from typing import Optional
 from scipy.stats import norm
 
 from rlscale.fit.differences import BOOTSTRAP
+from rlscale.fit.family import p_beyond
 from rlscale.fit.schema import (CEILING_OR_EFFICIENCY, EVAL_NOISE, HIGHER_CEILING, HIGHER_EFFICIENCY, LOWER_CEILING,
-                                LOWER_EFFICIENCY, MORE_COMPUTE, MORE_EVAL_PROMPTS, MORE_SEEDS, NOT_IDENTIFIED,
-                                ONE_SEED, SEED_SPREAD, UNRESOLVED, WITHIN_MARGIN, Difference)
+                                LOWER_EFFICIENCY, MORE_COMPUTE, MORE_EVAL_PROMPTS, MORE_SEEDS, MULTIPLE_COMPARISONS,
+                                NOT_IDENTIFIED, ONE_SEED, SEED_SPREAD, UNRESOLVED, WITHIN_MARGIN, Difference)
 
 
 @dataclass(frozen=True)
@@ -84,38 +85,96 @@ def prompts_to_resolve(sd: Optional[float], eval_share: Optional[float], seeds: 
     return prompts * eval_share / rest if rest > 0 else None
 
 
-def ceiling_resolved(d_a: Difference, margin: float) -> bool:
+def ceiling_resolved(d_a: Difference, margin: float, level: Optional[float] = None) -> bool:
     """dA is a ceiling finding: beyond the margin and its interval excludes 0 (the whole bootstrap interval
-    beyond the margin)."""
+    beyond the margin), the interval read at ``level`` when given (the level a family leaves to one
+    comparison, rlscale.fit.family)."""
+    d_a = d_a if level is None else d_a.at_level(level)
     if abs(d_a.value) <= margin or not d_a.has_interval:
         return False
     return d_a.beyond(margin) if d_a.source == BOOTSTRAP else d_a.excludes_zero()
 
 
-def efficiency_resolved(d_b: Optional[Difference], d_b_free: Optional[Difference]) -> bool:
+def efficiency_resolved(d_b: Optional[Difference], d_b_free: Optional[Difference],
+                        level: Optional[float] = None) -> bool:
     """dB at the fixed A is an efficiency finding: its interval excludes 0 and the free fits' dB has the same
-    sign with an interval excluding 0."""
-    return (d_b is not None and d_b_free is not None and d_b.excludes_zero() and d_b_free.excludes_zero()
-            and (d_b_free.value > 0) == (d_b.value > 0))
+    sign with an interval excluding 0 (both read at ``level`` when given)."""
+    if d_b is None or d_b_free is None:
+        return False
+    if level is not None:
+        d_b, d_b_free = d_b.at_level(level), d_b_free.at_level(level)
+    return d_b.excludes_zero() and d_b_free.excludes_zero() and (d_b_free.value > 0) == (d_b.value > 0)
+
+
+def ceiling_p(d_a: Difference, margin: float) -> float:
+    """The p-value of dA as a ceiling finding (the test ``ceiling_resolved`` makes at level 1 - p): 1 within
+    the margin or without an interval; a difference without ``se`` or draws is 0 or 1 as its interval says."""
+    if abs(d_a.value) <= margin or not d_a.has_interval:
+        return 1.0
+    p = p_beyond(d_a, margin if d_a.source == BOOTSTRAP else 0.0)
+    if p is None:
+        return 0.0 if ceiling_resolved(d_a, margin) else 1.0
+    return p
+
+
+def efficiency_p(d_b: Optional[Difference], d_b_free: Optional[Difference]) -> float:
+    """The p-value of an efficiency finding: both dB intervals must exclude 0 on one side, so the larger of
+    their p-values (an intersection-union test); 1 when their signs differ or one is missing."""
+    if (d_b is None or d_b_free is None or not d_b.has_interval or not d_b_free.has_interval
+            or (d_b.value > 0) != (d_b_free.value > 0)):
+        return 1.0
+    ps = [p_beyond(d, 0.0) for d in (d_b, d_b_free)]
+    if any(p is None for p in ps):
+        return 0.0 if efficiency_resolved(d_b, d_b_free) else 1.0
+    return max(ps)
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What a family's correction (rlscale.fit.family) leaves of one LOO row's two tests: whether the ceiling
+    and the efficiency finding stand, the smaller of the row's two p-values alone and after adjustment, the
+    number of comparisons, and the level at which ``within margin`` reads its intervals (the family's
+    per-comparison level). The default judges the row alone at 95 %."""
+
+    ceiling: Optional[bool] = None
+    efficiency: Optional[bool] = None
+    p: Optional[float] = None
+    p_adjusted: Optional[float] = None
+    size: int = 1
+    method: str = "none"
+    alpha: float = 0.05
+    within_level: Optional[float] = None
 
 
 def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Difference], margin: float,
-            band_b: Optional[float], identified: bool, resolution: Resolution = Resolution()) -> Verdict:
+            band_b: Optional[float], identified: bool, resolution: Resolution = Resolution(),
+            decisions: Decisions = Decisions()) -> Verdict:
     """The LOO verdict of a reversion vs the base (module docstring); ``band_b`` is the within-margin band on
-    dB (``margin_b`` x the base's B), ``resolution`` puts numbers on what resolves it."""
+    dB (``margin_b`` x the base's B), ``resolution`` puts numbers on what resolves it, ``decisions`` what the
+    table's family-wise correction left of the row's findings (a finding its interval shows alone but the
+    correction does not keep reads ``unresolved (multiple comparisons ...)``)."""
     if not identified:
         return Verdict(UNRESOLVED, NOT_IDENTIFIED, MORE_COMPUTE)
     if not d_a.has_interval:
         return Verdict(UNRESOLVED, ONE_SEED, MORE_SEEDS + " (at least 2 for some variant, to measure the spread)")
-    if ceiling_resolved(d_a, margin):
+    ceiling = ceiling_resolved(d_a, margin) if decisions.ceiling is None else decisions.ceiling
+    if ceiling:
         return Verdict(HIGHER_CEILING if d_a.value > 0 else LOWER_CEILING)
     more_seeds = MORE_SEEDS + (f" (about {resolution.seeds} per variant)" if resolution.seeds else "")
-    if abs(d_a.value) <= margin and efficiency_resolved(d_b, d_b_free):
+    efficiency = abs(d_a.value) <= margin and (efficiency_resolved(d_b, d_b_free) if decisions.efficiency is None
+                                               else decisions.efficiency)
+    if efficiency:
         return Verdict(HIGHER_EFFICIENCY if d_b.value > 0 else LOWER_EFFICIENCY)
+    if decisions.p is not None and decisions.p <= decisions.alpha and (
+            ceiling_resolved(d_a, margin) or (abs(d_a.value) <= margin and efficiency_resolved(d_b, d_b_free))):
+        return Verdict(UNRESOLVED, f"{MULTIPLE_COMPARISONS} (p = {decisions.p:.2g} alone, {decisions.p_adjusted:.2g} "
+                       f"after {_rule(decisions)} over {decisions.size})", more_seeds)
     if d_b is not None and d_b.excludes_zero() and abs(d_a.value) <= margin:
         return Verdict(UNRESOLVED, CEILING_OR_EFFICIENCY, more_seeds)
-    b_within = d_b is not None and band_b is not None and d_b.inside(band_b) and not d_b.excludes_zero()
-    if d_a.inside(margin) and b_within:
+    a_read = d_a if decisions.within_level is None else d_a.at_level(decisions.within_level)
+    b_read = d_b if d_b is None or decisions.within_level is None else d_b.at_level(decisions.within_level)
+    b_within = b_read is not None and band_b is not None and b_read.inside(band_b) and not d_b.excludes_zero()
+    if a_read.inside(margin) and b_within:
         return Verdict(WITHIN_MARGIN)
     more_prompts = (MORE_EVAL_PROMPTS + f" (about {resolution.prompts:,.0f} per eval)"
                     if resolution.prompts is not None else "")
@@ -124,3 +183,7 @@ def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Diffe
         return Verdict(UNRESOLVED, EVAL_NOISE + share, ", ".join(n for n in (more_prompts, more_seeds) if n))
     share = f" ({1 - resolution.eval_share:.0%} of the variance)" if resolution.eval_share is not None else ""
     return Verdict(UNRESOLVED, SEED_SPREAD + share, ", ".join(n for n in (more_seeds, more_prompts) if n))
+
+
+def _rule(decisions: Decisions) -> str:
+    return {"holm": "Holm", "bonferroni": "Bonferroni"}.get(decisions.method, decisions.method)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from rlscale.fit.api import fit_results
 from rlscale.fit.compare import compare
@@ -80,21 +83,27 @@ def test_a_not_identified_is_never_ranked_first_nor_in_the_fixed_a(tmp_path):
     assert loo["late"].verdict_text == "unresolved (A not identified): more compute"
 
 
-def test_a_variant_is_compared_while_at_most_half_its_seeds_have_an_open_interval():
+def test_a_variant_is_compared_on_the_seeds_whose_A_is_identified():
     from rlscale.fit.compare import VariantFit
     from rlscale.fit.schema import RunFit
 
-    def run(seed, open_):
-        return RunFit(sweep="s", variant="v", seed=seed, status="ok", A=0.6, B=2.0, C_mid=1.0,
+    def run(seed, open_, a=0.6):
+        return RunFit(sweep="s", variant="v", seed=seed, status="ok", A=a, B=2.0, C_mid=1.0,
                       A_identified=not open_, A_interval_open=open_,
                       A_identified_reason="A's interval reaches the edge of its range [0, 1]" if open_ else "")
 
-    assert VariantFit("s", "v", [run(0, True), run(1, False), run(2, False)]).unidentified == ""
-    assert VariantFit("s", "v", [run(0, True), run(1, True), run(2, False)]).unidentified.startswith("seeds 0, 1 of 3")
+    two_of_three = VariantFit("s", "v", [run(0, True, 0.9), run(1, False, 0.6), run(2, False, 0.62)])
+    assert two_of_three.unidentified == ""
+    assert two_of_three.a_values() == {1: 0.6, 2: 0.62}
+    assert two_of_three.A == 0.61  # the open seed's 0.9 enters no mean of A
+    assert two_of_three.left_out == "seed 0 left out of dA (A not identified)"
+    one_of_three = VariantFit("s", "v", [run(0, True), run(1, True), run(2, False)])
+    assert one_of_three.unidentified == "" and one_of_three.left_out == "seeds 0, 1 left out of dA (A not identified)"
     assert VariantFit("s", "v", [run(0, True)]).unidentified.startswith("A's interval reaches")
     bent_late = RunFit(sweep="s", variant="v", seed=3, status="ok", A=0.6, B=2.0, C_mid=1.0, A_identified=False,
                        A_interval_open=False, A_identified_reason="the run ends before its curve bends")
-    assert VariantFit("s", "v", [run(0, False), bent_late]).unidentified == "seed 3: the run ends before its curve bends"
+    assert VariantFit("s", "v", [bent_late, run(0, True)]).unidentified == (
+        "no seed of 2: seed 3: the run ends before its curve bends")
 
 
 def _ranked_sweep(rng, n_variants, n_seeds):
@@ -158,6 +167,11 @@ def loo(tmp_path_factory):
     return fit_results(sweep.parent, BOOT)
 
 
+@pytest.fixture(scope="module")
+def loo_dir(loo):
+    return Path(loo.settings.source)
+
+
 def test_a_grid_sweep_gets_a_ranking_but_no_loo_table(tmp_path):
     sweep = tmp_path / "res" / "batch"
     _write(sweep, "prompts=8", 0.58, 2.0)
@@ -169,18 +183,28 @@ def test_a_grid_sweep_gets_a_ranking_but_no_loo_table(tmp_path):
     assert [c.variant for c in comparison] == ["prompts=32", "prompts=8"] and {c.kind for c in comparison} == {"rank"}
 
 
-def test_loo_table_fixes_a_at_the_sweep_mean_and_gives_verdicts_with_intervals(loo):
+def test_loo_table_fixes_a_at_the_sweep_mean_and_gives_verdicts_with_intervals(loo, loo_dir):
     rows = {c.variant: c for c in loo.comparison if c.kind == "loo"}
     assert list(rows) == ["scalerl", "loss_dapo", "bf16_head", "agg_sample", "better", "never_ran"]
     a_fixed = (0.609 + 0.611 + 0.61 + 0.55 + 0.61 + 0.65) / 6  # every run of the sweep, seeds included
     assert [c.A_fixed for c in rows.values()] == pytest.approx([a_fixed] * 6, abs=1e-6)
     assert rows["scalerl"].verdict == "base" and rows["scalerl"].A == pytest.approx(0.61, abs=1e-6)
-    assert rows["bf16_head"].dA == pytest.approx(-0.06, abs=1e-5) and rows["bf16_head"].verdict == "lower ceiling"
+    assert rows["bf16_head"].dA == pytest.approx(-0.06, abs=1e-5)
     # one-seed variants borrow the base's seed spread (2 seeds: no degree of freedom left to pair them)
     assert rows["bf16_head"].interval_source == "unpaired n=1/2" and -0.02 > rows["bf16_head"].dA_hi
-    half = 12.706204736174707 * np.std([0.609, 0.611], ddof=1) * np.sqrt(1 + 1 / 2)  # t(0.975, 1)
+    se = np.std([0.609, 0.611], ddof=1) * np.sqrt(1 + 1 / 2)
+    half = 12.706204736174707 * se  # t(0.975, 1)
     assert rows["bf16_head"].dA_lo == pytest.approx(-0.06 - half, abs=1e-4)
-    assert rows["better"].verdict == "higher ceiling" and rows["better"].dA_lo > 0
+    # alone, its interval excludes 0; over the table's 4 axes x 2 tests (Holm) one degree of freedom does not
+    p = 2 * student_t.sf(0.06 / se, 1)
+    assert rows["bf16_head"].p_value == pytest.approx(p, rel=1e-3) and rows["bf16_head"].family_size == 8
+    assert rows["bf16_head"].verdict == "unresolved" and rows["bf16_head"].reason == (
+        f"multiple comparisons (p = {p:.2g} alone, {rows['bf16_head'].p_adjusted:.2g} after Holm over 8)")
+    assert rows["bf16_head"].p_adjusted > 0.05 and rows["better"].verdict == "unresolved"
+    alone = {c.variant: c for c in fit_results(loo_dir, replace(BOOT, correction="none")).comparison
+             if c.kind == "loo"}
+    assert alone["bf16_head"].verdict == "lower ceiling" and alone["better"].verdict == "higher ceiling"
+    assert alone["better"].dA_lo > 0
     # dB of one seed against a spread of B known from one degree of freedom: not resolved
     assert rows["loss_dapo"].axis == "loss" and rows["loss_dapo"].dA == pytest.approx(0.0, abs=1e-5)
     # noise-free curves: every bootstrap draw refits to the same dB, up to the optimizer's tolerance
