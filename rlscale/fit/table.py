@@ -13,6 +13,7 @@ from typing import List, Optional
 from rich.console import Console
 from rich.table import Table
 
+from rlscale.fit.compare import loo_family, ranking_family
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
 from rlscale.runfolder.names import printable, shown
@@ -32,10 +33,19 @@ def render(results: FitResults, console: Console) -> None:
         if noise is not None and noise.flagged:
             console.print(printable(f"{sweep or 'runs'}: {noise.describe()}"), style="yellow", markup=False,
                           highlight=False)
-        console.print(_ranking_table(sweep, [c for c in rows if c.kind == "rank"], results))
+        ranked = [c for c in rows if c.kind == "rank"]
+        console.print(_ranking_table(sweep, ranked, results))
+        sizes = [c.family_size for c in ranked if c.family_size]
+        if sizes:
+            console.print(f"  ranking: {ranking_family(sizes[0] // 2 + 1, s).describe()}", markup=False,
+                          highlight=False)
         loo = [c for c in rows if c.kind == "loo"]
         if loo:
             console.print(_loo_table(sweep, loo, s))
+            sizes = [c.family_size for c in loo if c.family_size is not None]
+            if sizes:
+                console.print(f"  leave-one-out: {loo_family(sizes[0] // 2, s).describe()}", markup=False,
+                              highlight=False)
     pairing = "paired by seed where variants share seeds, else" if s.paired else "unpaired:"
     console.print(f"method {s.method}; x = {axis_label(s.x)} ({s.x}), y = {s.y}; cutoff: {s.cutoff_rule}; "
                   f"{s.ci_level:.0%} intervals: A of a run from its profile (widened for correlated residuals and "
@@ -95,13 +105,14 @@ def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
     band = next((c.margin_B for c in rows if c.margin_B is not None), None)
     table = Table(title=f"{shown(sweep)}: leave-one-out, B refit with A fixed at the mean of identified runs "
                         f"{_f(a_fixed, '.3f')}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and the free fits' B), "
-                        f"each with a {s.ci_level:.0%} interval excluding 0; within margin: dA inside +-{s.margin:g} "
+                        f"each with an interval excluding 0 at the level the table's family leaves it (below); within margin: dA inside +-{s.margin:g} "
                         f"and dB inside +-{_f(band, '.2f')} ({s.margin_b:.0%} of the base's B)")
-    for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "verdict"):
-        table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]") else "left")
+    for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "p alone/adj", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]", "p alone/adj") else "left")
     for c in rows:
+        p = "-" if c.p_value is None else f"{c.p_value:.2g}/{_f(c.p_adjusted, '.2g')}"
         table.add_row(shown(c.variant), shown(c.axis or "-"), _f(c.A, ".3f"), _ci(c.dA, c.dA_lo, c.dA_hi, "+.3f"),
-                      _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source,
+                      _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source, p,
                       shown(c.verdict_text or c.note))
     return table
 
