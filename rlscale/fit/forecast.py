@@ -249,6 +249,13 @@ def best_method(observed: float, predictions: Dict[str, Optional[float]], observ
     return Best(first, second, abs(observed - (p1 + p2) / 2) > z * observed_sd)
 
 
+def best_text(run: RunFit) -> str:
+    """A run's best method as printed (Best.describe), "" without one."""
+    if not run.extrap_best:
+        return ""
+    return Best(run.extrap_best, run.extrap_runner_up or None, bool(run.extrap_best_resolved)).describe()
+
+
 @dataclass(frozen=True)
 class ForecastSummary:
     """A sweep's extrapolation check: ``n`` runs, ``covered`` of them inside the prediction interval, each
