@@ -127,7 +127,7 @@ class RunFit:
     set's shared offset). ``extrap_*``: the ``--fit-until`` check against the mean of the last
     ``extrap_evals`` evals (rlscale.fit.run): ``extrap_lo``/``extrap_hi`` its prediction interval
     (rlscale.fit.forecast; ``extrap_covered`` whether it holds the observation, ``extrap_drift`` the drift
-    carried forward, ``extrap_noise_rule`` "estimated" or "short"), the carry-forward baseline
+    carried forward, ``extrap_noise_rule`` "estimated" or "conservative"), the carry-forward baseline
     (``extrap_cf_*``), the power law's prediction (``extrap_pl_predicted``) and the method nearest the
     observation (``extrap_best``, ``extrap_runner_up``, ``extrap_best_resolved``: beyond the eval noise)."""
 
