@@ -47,7 +47,8 @@ likelihood-ratio bound at 161 times the residual variance.
 
 Extrapolation check (``--fit-until``): the fitted curve against the mean of the last EXTRAP_EVALS (three)
 evals beyond ``fit_until`` (one eval's noise is about as large as the errors in question), the prediction
-averaged over the same evals.
+averaged over the same evals; its prediction interval, the carry-forward baseline and the best of the three
+methods, like the intervals of the ``--predict-at`` predictions, come from rlscale.fit.forecast.
 """
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ from rlscale.fit.bootstrap import bootstrap_ci, bootstrap_fits
 from rlscale.fit.correlated import MIN_DEGREES, ResidualNoise, estimate_residual_noise, jacobian
 from rlscale.fit.curves import Curve
 from rlscale.fit.fast import BatchFit, fit_fast
+from rlscale.fit.forecast import add_forecasts
 from rlscale.fit.forms import N_PARAMS, SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import fitter
 from rlscale.fit.paper import fit_paper
@@ -125,6 +127,8 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
     run.A_interval_open = run.A_identified_reason.startswith(INTERVAL_OPEN)
     _add_extrapolation(run, curve, window, notes)
     run.power_law = _power_law(x, y, run, settings)
+    add_forecasts(run, curve, window, x, y, space, params, fitted_noise(run), settings,
+                  bootstrap_rng(run, settings))
     if curve.pruned:
         return _finish(run, "pruned", [f"pruned by its sweep at x={curve.x[-1]:.4g}: partial curve"] + notes)
     return _finish(run, "repaired" if curve.repaired else "ok", notes)
@@ -266,17 +270,17 @@ def _add_uncertainty(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpa
     run.A_se, run.A_se_within = (run.A_hi - run.A_lo) / (2 * z), (within[1] - within[0]) / (2 * z)
     intervals: List[Tuple[Optional[float], Optional[float]]] = [(None, None)] * len(settings.predict_at)
     if settings.n_boot > 0:
-        ci = bootstrap_ci(x, run.R0, space, params, noise, settings.predict_at, settings.n_boot, settings.ci_level,
+        ci = bootstrap_ci(x, run.R0, space, params, noise, [], settings.n_boot, settings.ci_level,
                           bootstrap_rng(run, settings))
         (run.B_lo, run.B_hi), (run.C_mid_lo, run.C_mid_hi) = ci.B, ci.C_mid
-        intervals = ci.predictions
     _add_predictions(run, settings, intervals)
     return within
 
 
 def _add_predictions(run: RunFit, settings: FitSettings,
                      intervals: List[Tuple[Optional[float], Optional[float]]]) -> None:
-    """The fitted curve at ``settings.predict_at``, with its bootstrap intervals and the observed reward there."""
+    """The fitted curve at ``settings.predict_at`` and the observed reward there (their prediction intervals:
+    rlscale.fit.forecast)."""
     xs = np.asarray(run.points_x)
     for c, (lo, hi) in zip(settings.predict_at, intervals):
         observed = float(np.interp(c, xs, run.points_y)) if xs[0] <= c <= xs[-1] else None
@@ -307,8 +311,8 @@ def _extrapolated_x(run: RunFit) -> np.ndarray:
 def _power_law(x: np.ndarray, y: np.ndarray, run: RunFit, settings: FitSettings) -> PowerLawFit:
     fit = fit_power_law(x, y, settings.a_bounds)
     if run.extrap_x is not None:
-        predicted = float(np.mean(power_law(_extrapolated_x(run), fit.A, fit.D, fit.B)))
-        fit.extrap_abs_err = abs(predicted - run.extrap_observed)
+        run.extrap_pl_predicted = float(np.mean(power_law(_extrapolated_x(run), fit.A, fit.D, fit.B)))
+        fit.extrap_abs_err = abs(run.extrap_pl_predicted - run.extrap_observed)
     if np.isclose(fit.A, settings.a_bounds[1]):
         fit.message = f"A at the top of its range ({settings.a_bounds[1]:g})"
     return fit

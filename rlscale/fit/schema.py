@@ -94,7 +94,10 @@ class FitSettings:
 
 @dataclass
 class Prediction:
-    """Predicted reward at compute ``x`` with its bootstrap interval, and the observation there if any."""
+    """Predicted reward at compute ``x`` and its prediction interval [``lo``, ``hi``]: where one eval at ``x``
+    is expected to land, counting the curve's parameters, the drift carried forward, the eval's own noise and
+    the power law's alternative (rlscale.fit.forecast), not only where the curve is; and the observation
+    there if any."""
 
     x: float
     y: float
@@ -130,7 +133,11 @@ class RunFit:
     (rlscale.fit.correlated); ``A_se`` is A's standard error read off its interval (half its width over the
     normal quantile of the level), ``A_se_within`` the part the run's own residuals make (without the eval
     set's shared offset). ``extrap_*``: the ``--fit-until`` check against the mean of the last
-    ``extrap_evals`` evals (rlscale.fit.run)."""
+    ``extrap_evals`` evals (rlscale.fit.run): ``extrap_lo``/``extrap_hi`` its prediction interval
+    (rlscale.fit.forecast; ``extrap_covered`` whether it holds the observation, ``extrap_drift`` the drift
+    carried forward, ``extrap_noise_rule`` "estimated" or "conservative"), the carry-forward baseline
+    (``extrap_cf_*``), the power law's prediction (``extrap_pl_predicted``) and the method nearest the
+    observation (``extrap_best``, ``extrap_runner_up``, ``extrap_best_resolved``: beyond the eval noise)."""
 
     sweep: str
     variant: str
@@ -180,6 +187,19 @@ class RunFit:
     points_x: List[float] = field(default_factory=list)
     points_y: List[float] = field(default_factory=list)
     points_t: List[float] = field(default_factory=list)
+    extrap_lo: Optional[float] = None
+    extrap_hi: Optional[float] = None
+    extrap_covered: Optional[bool] = None
+    extrap_drift: Optional[float] = None
+    extrap_noise_rule: str = ""
+    extrap_cf_predicted: Optional[float] = None
+    extrap_cf_lo: Optional[float] = None
+    extrap_cf_hi: Optional[float] = None
+    extrap_cf_abs_err: Optional[float] = None
+    extrap_pl_predicted: Optional[float] = None
+    extrap_best: str = ""
+    extrap_runner_up: str = ""
+    extrap_best_resolved: Optional[bool] = None
 
     @property
     def fitted(self) -> bool:
@@ -190,7 +210,10 @@ class RunFit:
                    "extrap_abs_err", "seed_std_A", "seed_std_B", "status", "message", "run_path", "cutoff_rule",
                    "extrap_x", "extrap_observed", "extrap_predicted", "A_identified",
                    "A_identified_reason", "eval_se", "eval_samples", "t_axis", "eval_prompts", "noise_phi",
-                   "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals", "A_interval_open")
+                   "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals", "A_interval_open",
+                   "extrap_lo", "extrap_hi", "extrap_covered", "extrap_drift", "extrap_noise_rule",
+                   "extrap_cf_predicted", "extrap_cf_lo", "extrap_cf_hi", "extrap_cf_abs_err", "extrap_pl_predicted",
+                   "extrap_best", "extrap_runner_up", "extrap_best_resolved")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,10 @@
 """The terminal view of a FitResults: one table of runs (messages listed under it), then per sweep the
 eval-noise flag, the ranking and the LOO table.
 
+Runs fitted with ``--fit-until`` get a second table: the prediction of the held-out mean with its prediction
+interval, each method's error (sigmoid, carry-forward, power law) and the best of the three
+(rlscale.fit.forecast), and each sweep one line summarizing them.
+
 A is shown with its interval (the profile interval, widened for correlated residuals and the eval set's
 offset) and the paper's +-margin next to it (App. A.7), so a reader can see whether the data's own uncertainty is wider or narrower
 than the paper's rule of thumb; every ranking difference and LOO verdict is shown with its interval and the
@@ -14,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rlscale.fit.compare import loo_family, ranking_family
+from rlscale.fit.forecast import best_text, summarize
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
 from rlscale.runfolder.names import printable, shown
@@ -27,6 +32,14 @@ def render(results: FitResults, console: Console) -> None:
     for r in results.runs:
         if r.message:
             console.print(printable(f"  {_name(r, results)}: {r.message}"), markup=False, highlight=False)
+    checked = [r for r in results.runs if r.extrap_lo is not None]
+    if checked:
+        console.print(_extrapolation_table(checked, results))
+    for sweep in sorted({r.sweep for r in checked}):
+        summary = summarize([r for r in checked if r.sweep == sweep], s.ci_level)
+        if summary is not None:
+            console.print(printable(f"{sweep or 'runs'}: extrapolation: {summary.describe()}"), markup=False,
+                          highlight=False)
     for sweep in sorted({c.sweep for c in results.comparison}):
         rows = [c for c in results.comparison if c.sweep == sweep]
         noise = eval_noise(results.runs, sweep, s.margin, s.paired)
@@ -49,8 +62,9 @@ def render(results: FitResults, console: Console) -> None:
     pairing = "paired by seed where variants share seeds, else" if s.paired else "unpaired:"
     console.print(f"method {s.method}; x = {axis_label(s.x)} ({s.x}), y = {s.y}; cutoff: {s.cutoff_rule}; "
                   f"{s.ci_level:.0%} intervals: A of a run from its profile (widened for correlated residuals and "
-                  f"the eval set's offset), B, C_mid and predictions by bootstrap ({s.n_boot} resamples, seed "
-                  f"{s.seed}); differences {pairing} seed means, the spread pooled over the sweep; +-{s.margin:g}: "
+                  f"the eval set's offset), B and C_mid by bootstrap ({s.n_boot} resamples, seed {s.seed}), "
+                  "predictions as prediction intervals (PI) of an eval there (rlscale.fit.forecast); "
+                  f"differences {pairing} seed means, the spread pooled over the sweep; +-{s.margin:g}: "
                   "the paper's margin on A",
                   markup=False, highlight=False)
 
@@ -64,7 +78,7 @@ def _runs_table(results: FitResults) -> Table:
     columns: List[str] = ["run", "n", "cutoff", "R0", f"A [{s.ci_level:.0%} CI] +-{s.margin:g}", "A id", "B [CI]",
                           "C_mid", "R2"] + ["eval SE"] * se
     columns += ["|err| sigmoid/power"] if extrap else []
-    columns += [f"R@{c:g} [CI] obs" for c in s.predict_at] + ["status"]
+    columns += [f"R@{c:g} [PI] obs" for c in s.predict_at] + ["status"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("run", "status") else "right")
     for r in results.runs:
@@ -121,6 +135,23 @@ def _name(r: RunFit, results: FitResults) -> str:
     several_sweeps = len({run.sweep for run in results.runs}) > 1
     name = f"{r.sweep}/{r.variant}" if several_sweeps and r.sweep else r.variant
     return name if r.seed is None else f"{name} s{r.seed}"
+
+
+def _extrapolation_table(runs: List[RunFit], results: FitResults) -> Table:
+    """The runs checked beyond fit_until: the sigmoid's prediction of the held-out mean with its prediction
+    interval, the observation, each method's |error| and the best (rlscale.fit.forecast)."""
+    level = results.settings.ci_level
+    table = Table(title=f"Extrapolation: mean of the last evals beyond fit_until, sigmoid with its {level:.0%} "
+                        "prediction interval (PI); carry-forward: the mean of the last 3 fitted evals")
+    for col in ("run", f"sigmoid [{level:.0%} PI]", "observed", "|err| sigmoid", "|err| carry-forward",
+                "|err| power law", "best"):
+        table.add_column(col, justify="left" if col in ("run", "best") else "right")
+    for r in runs:
+        law = r.power_law.extrap_abs_err if r.power_law else None
+        table.add_row(shown(_name(r, results)), _ci(r.extrap_predicted, r.extrap_lo, r.extrap_hi, ".3f"),
+                      _f(r.extrap_observed, ".3f"), _f(r.extrap_abs_err, ".3f"), _f(r.extrap_cf_abs_err, ".3f"),
+                      _f(law, ".3f"), best_text(r) or "-")
+    return table
 
 
 def _prediction(p) -> str:

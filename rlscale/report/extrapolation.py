@@ -4,15 +4,19 @@ Each run is fitted up to ``fit_until``; its curve is then checked against the me
 it (three, fewer when the run has fewer: RunFit.extrap_evals), the prediction averaged over the same evals
 (rlscale.fit.run). The App. A.4 power law R = A - D/C^B fitted on the same window is checked the same way
 (PowerLawFit.extrap_abs_err), so the sigmoid's stability shows next to it (the paper's power law drifted to
-A = 1.0 on one window). The page and the terminal list one row per run that has a check, then the runs
-without one with their reason, and one line: the median and max error over the checked runs.
+A = 1.0 on one window). Each row also shows the run's prediction interval of the observed mean, the error
+of carrying its last fitted evals forward and the best of the three methods, "within noise" where the held-out
+evals' noise does not separate the two best (rlscale.fit.forecast). The page and the terminal list one row per
+run that has a check, then the runs without one with their reason, one line: the median and max error over the
+checked runs, and per sweep one line: the interval's coverage, each method's median error and the best.
 """
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
+from rlscale.fit.forecast import ForecastSummary, best_text, summarize
 from rlscale.report.formatting import num
 from rlscale.report.model import ReportData, RunView
 
@@ -21,7 +25,9 @@ from rlscale.report.model import ReportData, RunView
 class CheckedRun:
     """One run's check: observed mean of its last ``evals`` evals beyond ``fit_until`` (the last at
     ``last_x``), the sigmoid's prediction averaged over them, both errors (power law: None when it has none,
-    with ``power_law_note`` saying why)."""
+    with ``power_law_note`` saying why); the prediction interval [``lo``, ``hi``], the carry-forward
+    baseline's error and the best method as printed (rlscale.fit.forecast; None/"" in fits.json without
+    them)."""
 
     sweep: str
     run: RunView
@@ -33,6 +39,10 @@ class CheckedRun:
     error: float
     power_law_error: Optional[float]
     power_law_note: str = ""
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    carry_forward_error: Optional[float] = None
+    best: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,12 +92,14 @@ class ExtrapolationSummary:
 @dataclass(frozen=True)
 class ExtrapolationCheck:
     """The rows of the table, the runs without a check (with the reason), the summary line (None when no run
-    has a check) and whether the fits asked for a check at all (``--fit-until``)."""
+    has a check), whether the fits asked for a check at all (``--fit-until``), and per sweep the summary of the
+    prediction intervals and the three methods (rlscale.fit.forecast.ForecastSummary)."""
 
     rows: List[CheckedRun]
     unchecked: List[Tuple[str, RunView, str]]
     summary: Optional[ExtrapolationSummary]
     requested: bool
+    forecasts: List[Tuple[str, ForecastSummary]] = field(default_factory=list)
 
 
 def extrapolation_check(report: ReportData) -> ExtrapolationCheck:
@@ -97,14 +109,18 @@ def extrapolation_check(report: ReportData) -> ExtrapolationCheck:
                  or any(run.fit is not None and run.fit.fit_until is not None for run in report.runs))
     rows: List[CheckedRun] = []
     unchecked: List[Tuple[str, RunView, str]] = []
+    forecasts: List[Tuple[str, ForecastSummary]] = []
     for sweep in report.sweeps:
+        summary = summarize([run.fit for run in sweep.runs if run.fit is not None and run.fit_ok], s.ci_level)
+        if summary is not None:
+            forecasts.append((sweep.name, summary))
         for run in sweep.runs:
             checked = _checked(sweep.name, run)
             if checked is not None:
                 rows.append(checked)
             else:
                 unchecked.append((sweep.name, run, _why_unchecked(run)))
-    return ExtrapolationCheck(rows, unchecked if requested else [], _summary(rows, s.margin), requested)
+    return ExtrapolationCheck(rows, unchecked if requested else [], _summary(rows, s.margin), requested, forecasts)
 
 
 def _checked(sweep: str, run: RunView) -> Optional[CheckedRun]:
@@ -117,7 +133,7 @@ def _checked(sweep: str, run: RunView) -> Optional[CheckedRun]:
     error = f.extrap_abs_err if f.extrap_abs_err is not None else abs(f.extrap_predicted - f.extrap_observed)
     # fits.json written before the mean over the last evals compared the last eval alone
     return CheckedRun(sweep, run, f.fit_until, f.extrap_evals or 1, f.extrap_x, f.extrap_observed, f.extrap_predicted,
-                      error, law_error, note)
+                      error, law_error, note, f.extrap_lo, f.extrap_hi, f.extrap_cf_abs_err, best_text(f))
 
 
 def _why_unchecked(run: RunView) -> str:

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from rlscale.fit.schema import axis_label
 from rlscale.report.extrapolation import ExtrapolationCheck, extrapolation_check
-from rlscale.report.formatting import num, signed_ci
+from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import UNFINISHED_STATES, ReportData, SweepView
 from rlscale.report.ranking import by_seed, note_text, rank_text
 from rlscale.report.summary import summarize
@@ -82,15 +82,18 @@ def _print_extrapolation(check: ExtrapolationCheck, console: Console) -> None:
                             "beyond it", title_justify="left")
         several = len({row.sweep for row in check.rows}) > 1
         for column in ("sweep",) * several + ("run", "fit until", "evals", "observed", "predicted",
-                                              "|err| sigmoid", "|err| power law"):
+                                              "PI", "|err| sigmoid", "|err| carry-forward", "|err| power law",
+                                              "best"):
             table.add_column(column, justify="left" if column in ("sweep", "run") else "right")
         for row in check.rows:
             law = num(row.power_law_error) if row.power_law_error is not None else row.power_law_note
             table.add_row(*map(_text, (row.sweep,) * several + (
                 row.run.name, num(row.fit_until, 0), str(row.evals), num(row.observed), num(row.predicted),
-                num(row.error), law)))
+                ci(row.lo, row.hi), num(row.error), num(row.carry_forward_error), law, row.best or "-")))
         console.print(table)
         console.print(_text(check.summary.describe()))
+        for sweep, summary in check.forecasts:
+            console.print(_text(f"{sweep}: {summary.describe()}"))
     reasons: dict = {}
     for sweep, run, why in check.unchecked:  # a failed fit's message is in the ranking table already
         reasons.setdefault(why if run.fit_ok else "no usable fit", []).append(f"{sweep}/{run.name}")

@@ -64,8 +64,9 @@ def test_first_quarter_fits_of_real_runs_call_no_ceiling_at_the_foot_of_the_rise
 
 def test_the_planners_draws_of_one_run_are_the_draws_behind_its_own_interval():
     """A one-seed variant's prediction interval (rlscale.fit.predict) is drawn from the run's own bootstrap:
-    with the pooled floor raising a quiet short fit's noise fourfold, its percentiles are the run's own
-    prediction interval, and a run fitted without intervals gives no draws."""
+    with the pooled floor raising a quiet short fit's noise fourfold, its percentiles (where the curve is) lie
+    inside the run's own prediction interval (where an eval lands, rlscale.fit.forecast), and a run fitted
+    without intervals gives no draws."""
     from rlscale.fit.predict import prediction_draws
 
     at = 30000.0
@@ -78,7 +79,7 @@ def test_the_planners_draws_of_one_run_are_the_draws_behind_its_own_interval():
     assert quiet.A_inflation == pytest.approx(4.0, rel=1e-6)
     draws = prediction_draws(quiet, settings, at)
     lo, hi = np.percentile(draws, [2.5, 97.5])
-    assert (lo, hi) == pytest.approx((quiet.predictions[0].lo, quiet.predictions[0].hi), abs=1e-9)
+    assert quiet.predictions[0].lo < lo < hi < quiet.predictions[0].hi
     n = curve.x.size
     arrays = {k: v[:5] for k, v in vars(curve).items() if isinstance(v, np.ndarray) and v.size == n}
     short = fit_curve(replace(curve, **arrays), settings)  # step 0 and four evals: four fitted, no intervals

@@ -1,6 +1,7 @@
 """The extrapolation table of the page and the terminal (``rlscale fit --fit-until``): one row per run that
 has a check (fit_until, evals averaged, observed mean, prediction, |error| of the sigmoid and of the power
-law), the runs without one with their reason, and a line with the median and max error over the runs."""
+law, the prediction interval, the carry-forward error, the best method), the runs without one with their
+reason, a line with the median and max error over the runs and one per sweep on the intervals and methods."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,12 +11,13 @@ import numpy as np
 from rich.console import Console
 
 from rlscale.fit.api import fit_results
+from rlscale.fit.forecast import best_text
 from rlscale.fit.run import EXTRAP_EVALS
 from rlscale.fit.schema import FitResults, FitSettings
 from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 from rlscale.report.build import write_report
 from rlscale.report.extrapolation import extrapolation_check
-from rlscale.report.formatting import num
+from rlscale.report.formatting import ci, num
 from rlscale.report.model import load_report
 from rlscale.testing.results_tree import synthetic_plan, write_results
 from rlscale.report.terminal import print_summary
@@ -82,12 +84,14 @@ def test_each_checked_run_has_a_row_and_the_summary_gives_median_and_max(tmp_pat
     assert len(rows) + len(unchecked) == len(report.runs)  # every run listed, the checked ones first
     by_name = {run.name: run.fit for run in report.runs}
     for row in rows:
-        sweep, name, fit_until, evals, last_x, observed, predicted, error, law = row
+        sweep, name, fit_until, evals, last_x, observed, predicted, interval, error, carry, law, best = row
         fit = by_name[name]
         assert (fit_until, evals, last_x) == (num(fit.fit_until, 0), str(EXTRAP_EVALS), num(fit.extrap_x, 0))
         assert (observed, predicted, error) == (num(fit.extrap_observed), num(fit.extrap_predicted),
                                                 num(fit.extrap_abs_err))
         assert law == num(fit.power_law.extrap_abs_err)
+        assert interval == ci(fit.extrap_lo, fit.extrap_hi) and carry == num(fit.extrap_cf_abs_err)
+        assert best == (best_text(fit) or "\u2013")
     assert {row[1] for row in unchecked} == {r.name for r in report.runs if r.fit not in checked}
     assert all(row[2].startswith("no check: ") and len(row) == 3 for row in unchecked)
 
@@ -128,9 +132,12 @@ def test_fits_made_with_fit_until_fill_the_table(tmp_path):
             EXTRAP_EVALS, fit.extrap_observed, fit.extrap_predicted, fit.extrap_abs_err,
             fit.power_law.extrap_abs_err)
         assert row.fit_until < row.last_x and row.error < 0.05
+        assert row.lo < row.observed < row.hi and row.best == best_text(fit) != ""
     html = write_report(report, html=tmp_path / "report.html").html.read_text()
     page = Table.of(html)
     assert len(page.rows) == 4 and page.summary.startswith("|error| of the sigmoid over 4 runs")
+    assert [name for name, _ in check.forecasts] == ["sweep"]
+    assert "sweep: " + check.forecasts[0][1].describe() in _terminal(report)
     assert "50 % of each run" in html and not page.note
 
 
