@@ -188,7 +188,7 @@ def _setting(variant: dict, runs: List[Tuple[RunCheck, Optional[AtBudget]]], lev
     new = sum(r.status == NEW_SEED for r, _ in evidence)
     prediction = variant["new_seeds"]
     statuses = [r.status for r, _ in runs]
-    notes = [f"{statuses.count(s)} {s}" for s in (NOT_REACHED, SEEN, DUPLICATE) if s in statuses]
+    notes = [f"{s} ({statuses.count(s)})" for s in (NOT_REACHED, SEEN, DUPLICATE) if s in statuses]
     lo = hi = observed = None
     if not evidence:
         verdict = NOT_REACHED if NOT_REACHED in statuses else NO_RUNS
