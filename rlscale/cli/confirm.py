@@ -18,8 +18,9 @@ def _fail(message: str) -> None:
 
 
 def confirm_command(
-    plan_json: Path = typer.Argument(..., help="plan.json written by rlscale plan."),
-    results: List[Path] = typer.Argument(..., help="Results folders of the later runs (as rlscale fit takes)."),
+    plan_json: Path = typer.Argument(..., metavar="PLAN_JSON", help="plan.json written by rlscale plan."),
+    results: List[Path] = typer.Argument(..., metavar="RESULTS",
+                                         help="Results folders of the later runs (as rlscale fit takes)."),
     out: Optional[Path] = typer.Option(None, "--out", help="confirm.json's folder (default: the first RESULTS)."),
 ) -> None:
     """Check a plan against runs it was not fitted on: for each setting, the plan's prediction interval for

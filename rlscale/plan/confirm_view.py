@@ -67,8 +67,9 @@ def confirm_view(check: dict) -> List[Union[Text, Table]]:
                           _num(s["observed"]), runs_text(s), s["verdict"], s["tier_verdict"], Text(s["note"]))
         out.append(table)
         if sweep["pairs"]:
-            pairs = Table(title=Text(f"{sweep['sweep']}: pairs (plan order; Holm over {len(sweep['pairs'])} "
-                                     f"pairs at {100 * (1 - check['ci_level']):.0f} %)"))
+            tested = sum(p["p_value"] is not None for p in sweep["pairs"])
+            pairs = Table(title=Text(f"{sweep['sweep']}: pairs in plan order (Holm over {tested} "
+                                     f"pair{'' if tested == 1 else 's'} tested, at {100 * (1 - check['ci_level']):.0f} %)"))
             for col in ("pair", "observed difference", "order", "test", "verdict"):
                 pairs.add_column(col)
             for p in sweep["pairs"]:
