@@ -7,9 +7,10 @@ sweep.json's variant names, else the folder name without ``_s<N>``). Each run is
 - ``new seed``: a seed the plan did not see, whose evals reach the budget;
 - ``extended``: a seed the plan saw, whose fit stopped below the budget (its last eval then, or
   ``--fit-until``), now with evals at the budget;
-- ``seen seed: not new evidence``: a seed the plan saw whose evals do not reach past what its fit saw at the
-  budget (the plan was fitted on them);
-- ``not reached``: a run (not a seen seed) whose last eval is below the budget: not compared;
+- ``seen seed: not new evidence``: a seed the plan saw whose evals go no further than its fit saw, or whose
+  fit saw the budget already (the plan was fitted on them);
+- ``not reached``: a run whose last eval is below the budget (a new seed, or a seen seed run on past what its
+  fit saw but not to the budget): not compared;
 - ``duplicate: left out``: a second run of the same variant and seed (the one reaching furthest is kept).
 
 Per setting: the observed reward of each evidence run at the budget (rlscale.plan.observed), their mean, and
@@ -167,7 +168,7 @@ def _runs(variant: dict, curves: List[Curve], budget: float) -> List[Tuple[RunCh
         if c.seed is not None and furthest[c.seed] != i:
             status = DUPLICATE
         elif c.seed in seen:
-            status = EXTENDED if value is not None and seen[c.seed] < budget * (1 - 1e-9) else SEEN
+            status = _seen_status(seen[c.seed], _last(c), value is not None, budget)
         else:
             status = NEW_SEED if value is not None else NOT_REACHED
         value = value if status in EVIDENCE else None
@@ -175,6 +176,14 @@ def _runs(variant: dict, curves: List[Curve], budget: float) -> List[Tuple[RunCh
                              reached=float(c.x.max()) if c.x.size else None, status=status,
                              observed=None if value is None else value.value), value))
     return out
+
+
+def _seen_status(up_to: float, last: float, reached: bool, budget: float) -> str:
+    """A seen seed's run: extended when its fit stopped below the budget and it now reaches it, not reached
+    when it goes past what its fit saw but not to the budget, else seen (module docstring)."""
+    if up_to >= budget * (1 - 1e-9) or last <= up_to * (1 + 1e-9):
+        return SEEN
+    return EXTENDED if reached else NOT_REACHED
 
 
 def _last(curve: Curve) -> float:
