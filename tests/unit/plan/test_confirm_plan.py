@@ -113,7 +113,7 @@ def test_seen_seeds_count_when_extended_past_the_budget_and_never_as_they_were(m
     assert sorted({r["status"] for r in sweep["runs"]}) == ["duplicate: left out", "extended", "not reached"]
 
 
-def test_the_html_report_shows_the_check_beside_the_results(made):
+def test_the_report_shows_the_check_beside_the_results(made):
     root, plan, _ = made
     later = _write(root / "report", SPECS, NEW)
     _confirm(plan, later)
@@ -123,6 +123,8 @@ def test_the_html_report_shows_the_check_beside_the_results(made):
     section = page[page.index('<section id="confirm">'):]
     assert "8 Plan checked against later runs" in section and section.count('data-verdict="hit"') == 3
     assert "high &gt; mid" in section and 'href="#confirm"' in page
+    terminal = CliRunner().invoke(app, ["report", str(later)], env={"COLUMNS": "300"})
+    assert terminal.exit_code == 0 and "confirm sweep at 16,000 GPU-hours (measured): tiers held" in terminal.output
 
 
 def test_new_seeds_fall_in_the_prediction_interval_at_about_its_level(tmp_path):
