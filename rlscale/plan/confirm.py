@@ -53,8 +53,10 @@ HELD, REVERSED, UNRESOLVED, WITHIN, SEPARATED = "held", "reversed", "unresolved"
 NOT_HELD = "not held"
 AHEAD, TIED = "ahead", "tied"
 EVIDENCE = (NEW_SEED, EXTENDED)
+_TOP_KEYS = ("x", "margin", "ci_level")
 _PLAN_KEYS = ("sweep", "budget", "x", "variants")
 _VARIANT_KEYS = ("variant", "tier", "predicted", "seen", "new_seeds")
+_NEW_SEEDS_KEYS = ("seen", "sd", "df", "eval_se", "reason")
 
 
 class PlanError(ValueError):
@@ -126,13 +128,21 @@ class SweepCheck:
 
 def read_plan(plan: object) -> dict:
     """``plan`` (parsed plan.json) when it is a plan with new-seed predictions; else PlanError."""
-    if not isinstance(plan, dict) or not isinstance(plan.get("sweeps"), list) or "ci_level" not in plan:
+    if not isinstance(plan, dict) or not isinstance(plan.get("sweeps"), list) or not all(
+            k in plan for k in _TOP_KEYS):
         raise PlanError("not a plan.json of rlscale plan")
     for sweep in plan["sweeps"]:
-        if not isinstance(sweep, dict) or not all(k in sweep for k in _PLAN_KEYS) or not all(
-                isinstance(v, dict) and all(k in v for k in _VARIANT_KEYS) for v in sweep["variants"]):
+        if not (isinstance(sweep, dict) and all(k in sweep for k in _PLAN_KEYS)
+                and isinstance(sweep["variants"], list) and all(_is_setting(v) for v in sweep["variants"])):
             raise PlanError("a plan without the seeds it saw and its new-seed predictions; rerun rlscale plan")
     return plan
+
+
+def _is_setting(variant: object) -> bool:
+    return (isinstance(variant, dict) and all(k in variant for k in _VARIANT_KEYS)
+            and isinstance(variant["seen"], list) and all(isinstance(s, dict) and "seed" in s and "up_to" in s
+                                                          for s in variant["seen"])
+            and isinstance(variant["new_seeds"], dict) and all(k in variant["new_seeds"] for k in _NEW_SEEDS_KEYS))
 
 
 def confirm(plan: dict, curves: Sequence[Curve]) -> Tuple[List[SweepCheck], List[str]]:

@@ -52,6 +52,9 @@ def test_a_missing_plan_is_named(tmp_path, results):
     ({"runs": []}, "not a plan.json of rlscale plan"),
     ({**PLAN, "sweeps": [{**PLAN["sweeps"][0], "variants": [{k: v for k, v in SETTING.items() if k != "seen"}]}]},
      "a plan without the seeds it saw and its new-seed predictions; rerun rlscale plan"),
+    ({**PLAN, "sweeps": [{**PLAN["sweeps"][0], "variants": 3}]},
+     "a plan without the seeds it saw and its new-seed predictions; rerun rlscale plan"),
+    ({k: v for k, v in PLAN.items() if k != "margin"}, "not a plan.json of rlscale plan"),
 ])
 def test_a_file_that_is_not_a_plan_is_named(tmp_path, results, content, says):
     path = _plan_file(tmp_path, content)
