@@ -68,8 +68,8 @@ def confirm_view(check: dict) -> List[Union[Text, Table]]:
         out.append(table)
         if sweep["pairs"]:
             tested = sum(p["p_value"] is not None for p in sweep["pairs"])
-            pairs = Table(title=Text(f"{sweep['sweep']}: pairs in plan order (Holm over {tested} "
-                                     f"pair{'' if tested == 1 else 's'} tested, at {100 * (1 - check['ci_level']):.0f} %)"))
+            family = f"{tested} pair{'' if tested == 1 else 's'} tested, at {100 * (1 - check['ci_level']):.0f} %"
+            pairs = Table(title=Text(f"{sweep['sweep']}: pairs in plan order (Holm over {family})"))
             for col in ("pair", "observed difference", "order", "test", "verdict"):
                 pairs.add_column(col)
             for p in sweep["pairs"]:

@@ -44,7 +44,8 @@ def _plan_file(tmp_path: Path, content) -> Path:
 
 
 def test_a_missing_plan_is_named(tmp_path, results):
-    assert _refused(str(tmp_path / "nope.json"), str(results)) == f"error: PLAN_JSON {tmp_path / 'nope.json'}: no such file"
+    missing = tmp_path / "nope.json"
+    assert _refused(str(missing), str(results)) == f"error: PLAN_JSON {missing}: no such file"
 
 
 @pytest.mark.parametrize("content, says", [
@@ -63,7 +64,8 @@ def test_a_file_that_is_not_a_plan_is_named(tmp_path, results, content, says):
 
 def test_a_missing_results_folder_is_named(tmp_path, results):
     path = _plan_file(tmp_path, PLAN)
-    assert _refused(str(path), str(results), str(tmp_path / "gone")) == f"error: RESULTS {tmp_path / 'gone'}: no such folder"
+    gone = tmp_path / "gone"
+    assert _refused(str(path), str(results), str(gone)) == f"error: RESULTS {gone}: no such folder"
 
 
 def test_results_without_a_run_of_the_plan_are_refused(tmp_path, results):
