@@ -1,5 +1,5 @@
 """The ``rlscale`` console script. Each command has its module here (``run``, ``sweep`` with ``status`` and ``cancel``,
-``fit``, ``report``, ``plan``); the domain packages they drive import none of them. This module only
+``fit``, ``report``, ``plan``, ``confirm``); the domain packages they drive import none of them. This module only
 registers them, so ``rlscale --help`` stays fast."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Callable
 
 import typer
 
+from rlscale.cli.confirm import confirm_command
 from rlscale.cli.fit import fit_command
 from rlscale.cli.plan import plan_command
 from rlscale.cli.report import report_command
@@ -73,3 +74,4 @@ app.command("cancel")(one_line_errors(cancel_command))
 app.command("fit")(one_line_errors(fit_command))
 app.command("report")(one_line_errors(report_command))
 app.command("plan")(one_line_errors(plan_command))
+app.command("confirm")(one_line_errors(confirm_command))

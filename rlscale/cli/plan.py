@@ -1,6 +1,6 @@
-"""``rlscale plan RESULTS --budget C``: the best variant at a budget, the crossovers before it, and the best
-setting of a scaling sweep (rlscale.plan.planner), with a warning when the budget lies far beyond the
-observed compute or below it; writes RESULTS/plan.json (atomic)."""
+"""``rlscale plan RESULTS --budget C``: the best variant at a budget, the crossovers before it, the best
+setting of a scaling sweep and what k new seeds will show at the budget (rlscale.plan.planner), with a
+warning when the budget lies far beyond the observed compute or below it; writes RESULTS/plan.json (atomic)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,6 +23,8 @@ def plan_command(
     ci: float = typer.Option(0.95, "--ci", help="Interval level."),
     fit_until: Optional[str] = typer.Option(None, "--fit-until", help="Plan from the evals up to C or P% of each "
                                             "run (Section 5: fit at half the target budget)."),
+    new_seeds: int = typer.Option(3, "--new-seeds", help="k: plan.json predicts the mean of k new seeds at C "
+                                  "(a prediction interval; rlscale confirm checks it)."),
     out: Optional[Path] = typer.Option(None, "--out", help="plan.json's folder (default: RESULTS_DIR)."),
 ) -> None:
     """Plan a budget from the fitted curves: the variant(s) with the highest predicted reward at C (ties when
@@ -38,6 +40,8 @@ def plan_command(
 
     if not budget > 0:
         raise typer.BadParameter(f"{budget!r}: the budget must be > 0", param_hint="--budget")
+    if new_seeds < 1:
+        raise typer.BadParameter(f"{new_seeds}: at least 1 new seed", param_hint="--new-seeds")
     if not results_dir.exists():
         typer.echo(f"error: {results_dir}: no such folder", err=True)
         raise typer.Exit(2)
@@ -50,7 +54,7 @@ def plan_command(
         typer.echo(f"error: {' '.join(str(err).split())}", err=True)
         raise typer.Exit(2)
     sweeps = {run.sweep: read_sweep_json(Path(run.run_path).parent) for run in results.runs}
-    plans = plan_sweeps(results.runs, sweeps, results.settings, budget)
+    plans = plan_sweeps(results.runs, sweeps, results.settings, budget, new_seeds)
     if not plans:
         typer.echo(f"error: no run under {results_dir} could be fitted; nothing planned", err=True)
         raise typer.Exit(1)

@@ -72,21 +72,25 @@ def report_command(
 
 
 def _print_plan(report, console) -> None:
-    """The plan section, when ``rlscale plan`` wrote plan.json in the results folder."""
+    """The plan section and its check, when ``rlscale plan`` wrote plan.json and ``rlscale confirm``
+    confirm.json in the results folder."""
     from rich.text import Text
 
+    from rlscale.plan.confirm_view import confirm_view
     from rlscale.plan.view import plan_view
     from rlscale.runfolder.names import printable
 
-    if report.plan is None:
-        return
-    try:
-        parts = plan_view(report.plan)
-    except (KeyError, TypeError, ValueError) as err:
-        console.print(Text(printable(f"plan.json: unreadable plan ({type(err).__name__}); rerun rlscale plan")))
-        return
-    for part in parts:
-        console.print(part)
+    for read, view, command in ((report.plan, plan_view, "plan"), (report.confirm, confirm_view, "confirm")):
+        if read is None:
+            continue
+        try:
+            parts = view(read)
+        except (KeyError, TypeError, ValueError) as err:
+            console.print(Text(printable(f"{command}.json: unreadable {command} ({type(err).__name__}); "
+                                         f"rerun rlscale {command}")))
+            continue
+        for part in parts:
+            console.print(part)
 
 
 def _misplaced(out: Optional[Path], figures: Optional[Path]) -> Optional[str]:

@@ -144,3 +144,9 @@ def predicted_tiers(predictions: Sequence[VariantPrediction], margin: float, lev
     per_test = 1 - tier_family(len(predictions), level, correction).per_test
     return tiers(predictions, value=lambda p: p.value, name=lambda p: p.variant,
                  separated=lambda first, item: separated(gap(first, item, pooled, level), margin, per_test))
+
+
+def variant_spread(predictions: Sequence[VariantPrediction], prediction: VariantPrediction) -> Optional[Pooled]:
+    """The seed spread behind ``prediction``'s own interval: the spread pooled over ``predictions`` raised to
+    the variant's own (module docstring); None when there is none to pool."""
+    return _spread(pooled_of(predictions), prediction.samples.seeds)

@@ -15,6 +15,9 @@ Per sweep, at the budget C (in the fit's x unit):
   maximises the predicted reward at C; the run-length keys a spec varies to keep the budget equal
   (``trainer.max_steps``, ``trainer.eval_every``, ``trainer.checkpoint_every``) follow from the setting and
   are left out;
+- **new seeds**: per variant, the prediction interval of the mean of k new seeds at C (rlscale.plan.new_seeds),
+  and the seeds the plan saw with the compute each one's fit saw (``seen``), so that ``rlscale confirm`` can
+  tell later runs that are evidence (new seeds, seen seeds run past C) from runs the plan was fitted on;
 - **warning**: when C is more than EXTRAPOLATION_LIMIT times the largest compute the ranked runs reached
   (the paper reads its curves at 2x the fitted compute: LOO runs fitted to 8k and read at 16k GPU-hours,
   Section 5 fits at half the target budget), or below the smallest (every run is already past C: its
@@ -29,20 +32,32 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 from scipy.optimize import brentq
 
-from rlscale.fit.predict import VariantPrediction, predict_variants, predicted_tiers
+from rlscale.fit.predict import VariantPrediction, predict_variants, predicted_tiers, variant_spread
 from rlscale.fit.schema import FitSettings, RunFit, axis_label
+from rlscale.plan.new_seeds import NewSeeds, new_seeds
 
 PLAN_JSON = "plan.json"
 SCALE_KEYS = ("batch.prompts", "batch.generations", "generation.max_think_tokens", "generation.max_tokens")
 RUN_LENGTH_KEYS = ("trainer.max_steps", "trainer.eval_every", "trainer.checkpoint_every")
 GRID_POINTS = 512
 EXTRAPOLATION_LIMIT = 4.0
+NEW_SEEDS = 3  # default k of the new-seed prediction
+
+
+@dataclass(frozen=True)
+class SeenRun:
+    """A run the plan was fitted on: its seed and the compute its fit saw (``up_to``: its last eval, or
+    ``fit_until`` when the fit stopped before it)."""
+
+    seed: Optional[int]
+    up_to: float
 
 
 @dataclass(frozen=True)
 class PlannedVariant:
     """A variant's predicted reward at the budget, its interval, tier (1 = best) and whether its A is
-    identified (an unidentified prediction is an extrapolation of a curve that has not bent)."""
+    identified (an unidentified prediction is an extrapolation of a curve that has not bent); ``seen``: the
+    runs it was fitted on, ``new_seeds``: what the mean of new seeds will show at the budget."""
 
     variant: str
     predicted: float
@@ -52,6 +67,8 @@ class PlannedVariant:
     seeds: int
     identified: bool
     setting: Dict[str, str] = field(default_factory=dict)
+    seen: List[SeenRun] = field(default_factory=list)
+    new_seeds: Optional[NewSeeds] = None
 
 
 @dataclass(frozen=True)
@@ -98,8 +115,9 @@ class SweepPlan:
 
 
 def plan_sweeps(runs: Sequence[RunFit], sweeps: Dict[str, dict], settings: FitSettings,
-                budget: float) -> List[SweepPlan]:
-    """The plan of every sweep of ``runs`` at ``budget`` (``sweeps``: sweep.json by sweep name)."""
+                budget: float, k: int = NEW_SEEDS) -> List[SweepPlan]:
+    """The plan of every sweep of ``runs`` at ``budget`` (``sweeps``: sweep.json by sweep name), each variant
+    with its prediction for the mean of ``k`` new seeds."""
     by_sweep: Dict[str, List[RunFit]] = {}
     for run in runs:
         by_sweep.setdefault(run.sweep, []).append(run)
@@ -107,7 +125,7 @@ def plan_sweeps(runs: Sequence[RunFit], sweeps: Dict[str, dict], settings: FitSe
     for sweep, members in sorted(by_sweep.items()):
         predictions = predict_variants(members, settings, budget)
         if predictions:
-            plans.append(_plan(sweep, predictions, sweeps.get(sweep) or {}, settings, budget))
+            plans.append(_plan(sweep, predictions, sweeps.get(sweep) or {}, settings, budget, k))
     return plans
 
 
@@ -118,15 +136,17 @@ def _fitted_up_to(run: RunFit) -> float:
 
 
 def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settings: FitSettings,
-          budget: float) -> SweepPlan:
+          budget: float, k: int) -> SweepPlan:
     settings_of = variant_settings(record)
     varying = sorted({k for s in settings_of.values() for k in s if k not in RUN_LENGTH_KEYS
                       and len({str(other.get(k)) for other in settings_of.values()}) > 1})
     scaling = varying if any(k in SCALE_KEYS for k in varying) else []
     groups = predicted_tiers(predictions, settings.margin, settings.ci_level)
     rows = [PlannedVariant(variant=p.variant, predicted=p.value, lo=p.lo, hi=p.hi, tier=tier, seeds=len(p.runs),
-                           identified=p.identified, setting={k: settings_of.get(p.variant, {}).get(k, "base")
-                                                              for k in scaling})
+                           identified=p.identified, setting={key: settings_of.get(p.variant, {}).get(key, "base")
+                                                              for key in scaling},
+                           seen=[SeenRun(r.seed, _fitted_up_to(r)) for r in p.runs],
+                           new_seeds=new_seeds(p, variant_spread(predictions, p), k, settings.ci_level))
             for tier, group in enumerate(groups, start=1) for p in group]
     best = [row for row in rows if row.tier == 1]
     reached = [_fitted_up_to(r) for p in predictions for r in p.runs if r.points_x]
@@ -190,5 +210,5 @@ def crossings(found: Sequence[Crossover], variants: Sequence[str], past: float) 
 
 def plan_json(plans: Sequence[SweepPlan], settings: FitSettings) -> dict:
     """plan.json's content."""
-    return {"x": settings.x, "margin": settings.margin, "ci_level": settings.ci_level,
+    return {"x": settings.x, "y": settings.y, "margin": settings.margin, "ci_level": settings.ci_level,
             "sweeps": [asdict(p) for p in plans]}

@@ -1,6 +1,6 @@
 """The plan as the terminal shows it (``rlscale plan``, and ``rlscale report`` when plan.json exists) and as
-lines the report's page reuses: per sweep, the budget warning, the variants by tier, and at most one line
-per variant for the crossovers (plan.json keeps every one)."""
+lines the report's page reuses: per sweep, the budget warning, the variants by tier with the prediction
+interval of their new seeds, and at most one line per variant for the crossovers (plan.json keeps every one)."""
 from __future__ import annotations
 
 from typing import List, Union
@@ -77,13 +77,30 @@ def _count(n: int) -> str:
     return f"{n} crossover{'' if n == 1 else 's'}"
 
 
+def new_seeds_header(sweep: dict, ci_level: float) -> str:
+    """The column of the new-seed prediction: "mean of K new seeds (95 % prediction)"; "" for a plan
+    without it."""
+    ks = {v["new_seeds"]["k"] for v in sweep["variants"] if v.get("new_seeds")}
+    return f"mean of {'/'.join(map(str, sorted(ks)))} new seeds ({100 * ci_level:.0f} % prediction)" if ks else ""
+
+
+def new_seeds_text(variant: dict) -> str:
+    """The prediction interval of a variant's new seeds, or "no interval" when there is none (plan.json
+    holds the reason)."""
+    new = variant.get("new_seeds") or {}
+    return _interval(new.get("lo"), new.get("hi")) or ("no interval" if new else "")
+
+
 def _table(sweep: dict, ci_level: float) -> Table:
     table = Table(title=Text(title(sweep)))
-    for col in ("tier", "variant", "predicted", f"{100 * ci_level:.0f} % interval", "seeds",
+    header = new_seeds_header(sweep, ci_level)
+    extra = [header] if header else []
+    for col in ("tier", "variant", "predicted", f"{100 * ci_level:.0f} % interval", "seeds", *extra,
                 *sweep["scaling_keys"], "note"):
         table.add_column(col)
     for v in sweep["variants"]:
         table.add_row(str(v["tier"]), Text(v["variant"]), f"{v['predicted']:.3f}", _interval(v["lo"], v["hi"]),
-                      str(v["seeds"]), *[v["setting"].get(k, "") for k in sweep["scaling_keys"]],
+                      str(v["seeds"]), *([new_seeds_text(v)] if header else []),
+                      *[v["setting"].get(k, "") for k in sweep["scaling_keys"]],
                       "" if v["identified"] else "A not identified: extrapolation")
     return table

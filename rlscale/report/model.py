@@ -183,6 +183,7 @@ class ReportData:
     sweeps: List[SweepView]
     warnings: List[str] = field(default_factory=list)
     plan: Optional[dict] = None  # plan.json of ``rlscale plan`` in the results folder, when there is one
+    confirm: Optional[dict] = None  # confirm.json of ``rlscale confirm`` in the results folder, when there is one
     parallel: Dict[str, ParallelSweep] = field(default_factory=dict)  # sweep -> its runs under several metrics
 
     @property
@@ -223,27 +224,30 @@ def load_report(results_dir: Path, fits: FitResults, n_workers: int = 1) -> Repo
                       key=lambda r: (order.get(r.variant, len(order)), r.variant, _seed(r), r.name))
         sweeps.append(SweepView(sweep, runs, ranking, loo, _planned(results_dir, sweep, runs)))
     warnings = [f"{run.sweep}/{run.name}: {w}" for s in sweeps for run in s.runs for w in run.warnings]
-    return ReportData(results_dir, fits.settings, sweeps, warnings, _read_plan(results_dir, warnings))
-
-
-def _read_plan(results_dir: Path, warnings: List[str]) -> Optional[dict]:
-    """plan.json as ``rlscale plan`` wrote it; None (and a warning) when it is missing or unreadable."""
+    from rlscale.plan.confirm import CONFIRM_JSON, SweepCheck
     from rlscale.plan.planner import PLAN_JSON, SweepPlan
 
-    path = results_dir / PLAN_JSON
+    return ReportData(results_dir, fits.settings, sweeps, warnings,
+                      _read_sweeps(results_dir / PLAN_JSON, SweepPlan, "plan", warnings),
+                      _read_sweeps(results_dir / CONFIRM_JSON, SweepCheck, "confirm", warnings))
+
+
+def _read_sweeps(path: Path, record: type, command: str, warnings: List[str]) -> Optional[dict]:
+    """plan.json or confirm.json (a mapping whose ``sweeps`` hold the fields of ``record``) as ``rlscale
+    COMMAND`` wrote it; None (and a warning) when it is missing or unreadable."""
     if not path.exists():
         return None
     try:
-        plan = printable_tree(json.loads(path.read_text()))
+        read = printable_tree(json.loads(path.read_text()))
     except (OSError, ValueError) as err:
-        warnings.append(f"{path}: unreadable plan ({type(err).__name__}); rerun rlscale plan")
+        warnings.append(f"{path}: unreadable {command} ({type(err).__name__}); rerun rlscale {command}")
         return None
-    keys = {f.name for f in fields(SweepPlan)}
-    if (not isinstance(plan, dict) or not isinstance(plan.get("sweeps"), list)
-            or not all(isinstance(sweep, dict) and keys <= sweep.keys() for sweep in plan["sweeps"])):
-        warnings.append(f"{path}: not a plan of this rlscale plan; rerun rlscale plan")
+    keys = {f.name for f in fields(record)}
+    if (not isinstance(read, dict) or not isinstance(read.get("sweeps"), list)
+            or not all(isinstance(sweep, dict) and keys <= sweep.keys() for sweep in read["sweeps"])):
+        warnings.append(f"{path}: not a {command} of this rlscale {command}; rerun rlscale {command}")
         return None
-    return plan
+    return read
 
 
 def _folder_of(fit: RunFit, root: Path, by_path: Dict[Path, RunDir],

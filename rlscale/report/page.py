@@ -2,7 +2,8 @@
 script, and a Content-Security-Policy that forbids every fetch, so the file works offline and opening it
 sends no request. Sections: summary, curves per sweep (and, fitted on several metrics, their parallel curves:
 rlscale.report.parallel), ranking and LOO tables with the
-Figure-7 plot of ScaleRL (arXiv 2510.13786), extrapolation check, diagnostics, the record of each run.
+Figure-7 plot of ScaleRL (arXiv 2510.13786), extrapolation check, diagnostics, the record of each run, and
+the plan (plan.json) and its check against later runs (confirm.json) when they are in the results folder.
 """
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from typing import Dict, Tuple
 import jinja2
 
 from rlscale.fit.schema import axis_label
+from rlscale.plan.confirm_view import confirm_title, difference_text, holm_text, pair_text, runs_text
 from rlscale.plan.planner import EXTRAPOLATION_LIMIT
-from rlscale.plan.view import notes as plan_notes, title as plan_title
+from rlscale.plan.view import new_seeds_header, new_seeds_text, notes as plan_notes, title as plan_title
 from rlscale.report.extrapolation import extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
@@ -33,7 +35,9 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=num, ci=ci, signed_ci=signed_ci, axis_label=axis_label)
     env.globals.update(by_seed=by_seed, details=details, notes=notes, points_text=points_text, rank_text=rank_text,
-                       plan_notes=plan_notes, plan_title=plan_title)
+                       plan_notes=plan_notes, plan_title=plan_title, new_seeds_header=new_seeds_header,
+                       new_seeds_text=new_seeds_text, confirm_title=confirm_title, difference_text=difference_text,
+                       holm_text=holm_text, pair_text=pair_text, runs_text=runs_text)
     uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
     return env.get_template("report.html.j2").render(
         report=report, summaries=summarize(report), extrapolation=extrapolation_check(report), images=uris,

@@ -53,9 +53,10 @@ def synthetic_curve(spec: CurveSpec, n_points: int, noise: float, rng: np.random
     return x, sigmoid(x, r0, spec.A, spec.B, spec.C_mid) + rng.normal(0.0, noise, x.size)
 
 
-def write_run(run_dir: Path, x: np.ndarray, y: np.ndarray, seed: Optional[int] = 0) -> None:
-    """A results-contract run: eval lines (compute in every unit, derived from x as GPU-hours) interleaved
-    with train lines, and a config.yaml with the seed."""
+def write_run(run_dir: Path, x: np.ndarray, y: np.ndarray, seed: Optional[int] = 0,
+              se: Optional[np.ndarray] = None) -> None:
+    """A results-contract run: eval lines (compute in every unit, derived from x as GPU-hours; with ``se``,
+    each eval's ``val_reward_se``) interleaved with train lines, and a config.yaml with the seed."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if seed is not None:
@@ -65,8 +66,9 @@ def write_run(run_dir: Path, x: np.ndarray, y: np.ndarray, seed: Optional[int] =
             compute = {"gpu_hours": float(gpu_hours), "flops": float(gpu_hours) * 3.6e18, "samples": step * 768,
                        "tokens": step * 768 * 4000}
             fh.write(json.dumps({"step": step, "kind": "train", "reward": float(reward), **compute}) + "\n")
+            errors = {} if se is None else {"val_reward_se": float(se[step])}
             fh.write(json.dumps({"step": step, "kind": "eval", "val_reward": float(reward), "val_samples": 16000,
-                                 **compute}) + "\n")
+                                 **errors, **compute}) + "\n")
 
 
 @dataclass(frozen=True)
