@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
+from rlscale.fit.family import HOLM, NO_CORRECTION
 from rlscale.fit.methods import METHOD
 from rlscale.fit.schema import X_UNITS
 from rlscale.options import FINITE, choices, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
@@ -47,6 +48,9 @@ def fit_command(
                                    "B."),
     unpaired: bool = typer.Option(False, "--unpaired", help="Compare seed means, not seed by seed (for runs whose "
                                   "equal seeds do not share random numbers)."),
+    no_correction: bool = typer.Option(False, "--no-correction", help="Judge each comparison of a table alone at "
+                                       "--ci (default: Holm over a LOO table, Bonferroni over tiers, so the chance "
+                                       "of any false finding in a table is at most 1 - --ci)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: RESULTS_DIR)."),
     r0: Optional[float] = typer.Option(None, "--r0", help="R0 for every run (default: each run's step-0 eval)."),
     ci: float = typer.Option(0.95, "--ci", help="Interval level."),
@@ -86,6 +90,7 @@ def fit_command(
                                predict_at=list(predict_at or []), ci_level=ci, n_boot=n_boot, seed=seed, r0=r0,
                                min_compute=cut_abs, min_compute_frac=cut_frac, c_mid_grid=c_grid,
                                paired=not unpaired, margin_b=margin_b,
+                               correction=NO_CORRECTION if no_correction else HOLM,
                                a_grid=list(_grid(a_grid, "--a-grid", integer_last=False)))
         for metric in metrics[1:]:  # every metric is checked before any is fitted
             load_source(results_dir, x, metric)

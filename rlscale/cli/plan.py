@@ -25,6 +25,8 @@ def plan_command(
                                             "run (Section 5: fit at half the target budget)."),
     new_seeds: int = typer.Option(3, "--new-seeds", help="k: plan.json predicts the mean of k new seeds at C "
                                   "(a prediction interval; rlscale confirm checks it)."),
+    no_correction: bool = typer.Option(False, "--no-correction", help="Cut the tiers with each comparison alone "
+                                       "at --ci (default: Bonferroni over the tiers' comparisons)."),
     out: Optional[Path] = typer.Option(None, "--out", help="plan.json's folder (default: RESULTS_DIR)."),
 ) -> None:
     """Plan a budget from the fitted curves: the variant(s) with the highest predicted reward at C (ties when
@@ -32,6 +34,7 @@ def plan_command(
     setting that maximises the predicted reward at C."""
     from rlscale.cli.console import output_console
     from rlscale.fit.api import SourceError, fit_results
+    from rlscale.fit.family import HOLM, NO_CORRECTION
     from rlscale.fit.schema import FitSettings
     from rlscale.plan.planner import PLAN_JSON, plan_json, plan_sweeps
     from rlscale.plan.view import plan_view
@@ -48,7 +51,8 @@ def plan_command(
     try:
         until_abs, until_frac = compute_amount(fit_until, "--fit-until")
         settings = FitSettings(x=x, y=y, margin=margin, n_boot=n_boot, ci_level=ci, predict_at=[budget],
-                               fit_until=until_abs, fit_until_frac=until_frac)
+                               fit_until=until_abs, fit_until_frac=until_frac,
+                               correction=NO_CORRECTION if no_correction else HOLM)
         results = fit_results(results_dir, settings)
     except (SourceError, UsageError) as err:
         typer.echo(f"error: {' '.join(str(err).split())}", err=True)

@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from scipy.stats import t as student_t
 
 from rlscale.fit.curves import Curve
 from rlscale.fit.differences import Pooled, Samples, difference
+from rlscale.fit.family import holm_adjusted, p_beyond
 from rlscale.fit.schema import Difference
 from rlscale.plan.new_seeds import eval_variances, mean_interval
 from rlscale.plan.observed import AtBudget, at_budget
@@ -234,32 +234,11 @@ def _pairs(variants: List[dict], observed: Dict[str, List[float]], margin: float
     rows = []
     for p, q in combinations(shown, 2):
         a, b = observed[p["variant"]], observed[q["variant"]]
-        rows.append((p, q, difference(Samples(a, None), Samples(b, None), pooled, level), _p_value(a, b, pooled)))
-    resolved = holm([row[3] for row in rows], 1 - level)
-    return [_pair(p, q, d, p_value, ok, margin) for (p, q, d, p_value), ok in zip(rows, resolved)]
-
-
-def _p_value(a: Sequence[float], b: Sequence[float], pooled: Optional[Pooled]) -> Optional[float]:
-    """The two-sided t-test of mean(a) = mean(b) with the pooled seed spread; None without one."""
-    if len(a) < 2 or len(b) < 2 or pooled is None:
-        return None
-    d = statistics.fmean(a) - statistics.fmean(b)
-    se = pooled.sd * math.sqrt(1 / len(a) + 1 / len(b))
-    if se == 0:
-        return 0.0 if d else 1.0
-    return float(2 * student_t.sf(abs(d) / se, pooled.df))
-
-
-def holm(p_values: Sequence[Optional[float]], alpha: float) -> List[bool]:
-    """Holm's step-down: which of ``p_values`` are rejected at family-wise level ``alpha`` (None: not
-    tested, never rejected; the family is the tested ones)."""
-    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    out = [False] * len(p_values)
-    for rank, (p, i) in enumerate(tested):
-        if p > alpha / (len(tested) - rank):
-            break
-        out[i] = True
-    return out
+        d = difference(Samples(a, None), Samples(b, None), pooled, level)
+        rows.append((p, q, d, p_beyond(d, 0.0) if d.se is not None else None))
+    adjusted_p = holm_adjusted([row[3] for row in rows])
+    return [_pair(p, q, d, p_value, adj is not None and adj <= 1 - level, margin)
+            for (p, q, d, p_value), adj in zip(rows, adjusted_p)]
 
 
 def _pair(p: dict, q: dict, d: Difference, p_value: Optional[float], resolved: bool, margin: float) -> PairCheck:

@@ -6,7 +6,8 @@ Per sweep, at the budget C (in the fit's x unit):
 
 - **best**: the variants' predicted rewards at C with intervals (rlscale.fit.predict), cut into tiers by the
   transitive rule of rlscale.fit.ranking; the top tier is the best, a tie when it holds several variants
-  (their differences at C are not resolved beyond the margin);
+  (their differences at C are not resolved beyond the margin at the level a Bonferroni correction over the
+  tiers' n - 1 comparisons leaves to each, rlscale.fit.family; ``family`` says so);
 - **crossovers**: each compute in (first fitted point, C] where two variants' seed-mean curves cross
   (which one leads before and after), found by bracketing sign changes on a log grid and refining with
   Brent's method;
@@ -32,7 +33,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 from scipy.optimize import brentq
 
-from rlscale.fit.predict import VariantPrediction, predict_variants, predicted_tiers, variant_spread
+from rlscale.fit.predict import VariantPrediction, predict_variants, predicted_tiers, tier_family, variant_spread
 from rlscale.fit.schema import FitSettings, RunFit, axis_label
 from rlscale.plan.new_seeds import NewSeeds, new_seeds
 
@@ -112,6 +113,7 @@ class SweepPlan:
     observed_min: float
     observed_max: float
     warning: str
+    family: str = ""
 
 
 def plan_sweeps(runs: Sequence[RunFit], sweeps: Dict[str, dict], settings: FitSettings,
@@ -141,7 +143,7 @@ def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settin
     varying = sorted({k for s in settings_of.values() for k in s if k not in RUN_LENGTH_KEYS
                       and len({str(other.get(k)) for other in settings_of.values()}) > 1})
     scaling = varying if any(k in SCALE_KEYS for k in varying) else []
-    groups = predicted_tiers(predictions, settings.margin, settings.ci_level)
+    groups = predicted_tiers(predictions, settings.margin, settings.ci_level, settings.correction)
     rows = [PlannedVariant(variant=p.variant, predicted=p.value, lo=p.lo, hi=p.hi, tier=tier, seeds=len(p.runs),
                            identified=p.identified, setting={key: settings_of.get(p.variant, {}).get(key, "base")
                                                               for key in scaling},
@@ -154,7 +156,8 @@ def _plan(sweep: str, predictions: List[VariantPrediction], record: dict, settin
     return SweepPlan(sweep=sweep, budget=budget, x=settings.x, best=[r.variant for r in best], variants=rows,
                      crossovers=crossovers(predictions, budget), scaling_keys=scaling,
                      best_setting=[r.setting for r in best] if scaling else [], observed_min=low,
-                     observed_max=high, warning=budget_warning(budget, low, high, settings.x))
+                     observed_max=high, warning=budget_warning(budget, low, high, settings.x),
+                     family=tier_family(len(predictions), settings.ci_level, settings.correction).describe())
 
 
 def budget_warning(budget: float, low: float, high: float, x: str) -> str:
@@ -211,4 +214,5 @@ def crossings(found: Sequence[Crossover], variants: Sequence[str], past: float) 
 def plan_json(plans: Sequence[SweepPlan], settings: FitSettings) -> dict:
     """plan.json's content."""
     return {"x": settings.x, "y": settings.y, "margin": settings.margin, "ci_level": settings.ci_level,
+            "correction": settings.correction,
             "sweeps": [asdict(p) for p in plans]}

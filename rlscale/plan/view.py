@@ -45,7 +45,8 @@ def title(sweep: dict) -> str:
 
 def notes(sweep: dict) -> List[str]:
     """The crossover lines (crossover_lines) and the best setting of a scaling sweep."""
-    lines = crossover_lines(sweep)
+    lines = [f"tiers: {sweep['family']}"] if sweep.get("family") else []
+    lines += crossover_lines(sweep)
     if sweep["best_setting"]:
         lines.append("best setting: " + "; ".join(", ".join(f"{k}={v}" for k, v in s.items())
                                                   for s in sweep["best_setting"]))

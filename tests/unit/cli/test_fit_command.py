@@ -49,10 +49,12 @@ def test_fit_writes_the_three_files_and_the_table(results_dir, tmp_path):
         assert float(row["cutoff"]) == pytest.approx(min(1500.0, 0.1 * float(row["fit_until"])))
     with open(out / "comparison.csv") as fh:
         comparison = list(csv.DictReader(fh))
-    # two seeds fitted on half of the compute, paired by seed: gens_8 (true A 0.585) falls below batch_2048
-    # (0.645); scalerl (0.610) is not resolved from it and shares its tier
+    # two seeds fitted on half of the compute, paired by seed: gens_8 (true A 0.585) is below batch_2048 (0.645)
+    # by more than the margin, but over the ranking's 4 comparisons (Bonferroni) two seeds do not resolve it
     assert [(c["variant"], c["rank"], c["tie"]) for c in comparison if c["rank"]] == [
-        ("batch_2048", "1", "True"), ("scalerl", "1", "True"), ("gens_8", "2", "False")]
+        ("batch_2048", "1", "True"), ("gens_8", "1", "True"), ("scalerl", "1", "True")]
+    assert {c["family_size"] for c in comparison if c["rank"]} == {"4"}
+    assert "Bonferroni over 4 comparisons" in result.output
     sources = [c["interval_source"] for c in comparison if c["variant"] != "batch_2048" and c["rank"]]
     assert sources == ["paired n=2"] * 2
     loaded = FitResults.load(out / "fits.json")
@@ -156,3 +158,15 @@ def test_parallel_fitting_gives_the_same_results(results_dir):
 
     settings = FitSettings(n_boot=20, predict_at=[30000.0])
     assert fit_results(results_dir, settings, jobs=2).to_json() == fit_results(results_dir, settings).to_json()
+
+
+def test_no_correction_judges_each_comparison_of_the_ranking_alone(results_dir, tmp_path):
+    out = tmp_path / "alone"
+    result = _invoke(results_dir, "--out", out, "--fit-until", "50%", "--n-boot", "0", "--no-correction")
+    assert result.exit_code == 0, result.output
+    with open(out / "comparison.csv") as fh:
+        comparison = list(csv.DictReader(fh))
+    # alone at 95 %, gens_8 (true A 0.585) falls a tier below batch_2048 (0.645); scalerl (0.610) shares its tier
+    assert [(c["variant"], c["rank"], c["tie"]) for c in comparison if c["rank"]] == [
+        ("batch_2048", "1", "True"), ("scalerl", "1", "True"), ("gens_8", "2", "False")]
+    assert "each at 5% alone" in result.output

@@ -1,6 +1,6 @@
 """The parts of a plan's check with numbers known in closed form: the prediction interval of a mean of later
 runs (rlscale.plan.new_seeds), a run's reward read at the budget (rlscale.plan.observed) and Holm's
-step-down (rlscale.plan.confirm.holm)."""
+step-down (rlscale.fit.family.holm_adjusted)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from rlscale.plan.confirm import holm
+from rlscale.fit.family import holm_adjusted
 from rlscale.plan.new_seeds import mean_interval
 from rlscale.plan.observed import at_budget
 
@@ -53,6 +53,11 @@ def test_the_reward_at_the_budget_is_the_mean_of_the_evals_around_it_read_along_
 
 
 def test_holm_steps_down_and_stops_at_the_first_p_value_above_its_threshold():
-    assert holm([0.01, 0.04, 0.03, None], 0.05) == [True, False, False, False]  # 0.01 < .05/3, 0.03 > .05/2
-    assert holm([0.01, 0.02, 0.04], 0.05) == [True, True, True]  # .01 < .0167, .02 < .025, .04 < .05
-    assert holm([0.2, 0.001], 0.05) == [False, True]
+    def rejected(p_values):
+        return [p is not None and p <= 0.05 for p in holm_adjusted(p_values)]
+
+    assert rejected([0.01, 0.04, 0.03, None]) == [True, False, False, False]  # 0.01 < .05/3, 0.03 > .05/2
+    assert rejected([0.01, 0.02, 0.04]) == [True, True, True]  # .01 < .0167, .02 < .025, .04 < .05
+    assert rejected([0.2, 0.001]) == [False, True]
+    adjusted = holm_adjusted([0.01, 0.04, 0.03, None])
+    assert adjusted[:3] == pytest.approx([0.03, 0.06, 0.06]) and adjusted[3] is None
