@@ -40,6 +40,14 @@ A run that has bent but not flattened keeps its A and its interval: the profile 
 reaches as far up as its points allow, so A is reported with the uncertainty an unsaturated run has, rather
 than being kept only when its draw happened to bend early.
 
+- the run has too few fitted evals to tell a drift of its reward from a plateau: fewer than MIN_DEGREES
+  residual degrees of freedom (rlscale.fit.correlated: no correlation is estimated below them), where a run
+  stopped at half its rise whose last evals the drift pushed down fits a low A with a closed interval (11 of
+  200 such runs were called identified, none of whose intervals held the true A).
+
+Every fit's inflation of A's variance is at least the drift floor of rlscale.fit.correlated.prior_inflation
+(a drift the residuals cannot rule out), for the same reason at any length.
+
 A run of fewer than MIN_INTERVAL_POINTS (five) fitted points gets no interval and its A is not identified:
 with three the curve passes through every point and there is no residual left to measure the noise (the
 interval would be the search's own precision), with four the one residual degree of freedom puts the
@@ -54,6 +62,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from dataclasses import replace
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -61,7 +70,7 @@ from scipy.stats import norm
 
 from rlscale.fit.binning import binned
 from rlscale.fit.bootstrap import bootstrap_ci, bootstrap_fits
-from rlscale.fit.correlated import MIN_DEGREES, ResidualNoise, estimate_residual_noise, jacobian
+from rlscale.fit.correlated import MIN_DEGREES, ResidualNoise, estimate_residual_noise, jacobian, prior_inflation
 from rlscale.fit.curves import Curve
 from rlscale.fit.fast import BatchFit, fit_fast
 from rlscale.fit.forecast import add_forecasts
@@ -119,9 +128,10 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
     eval_variance = run.eval_se ** 2 if run.eval_se else None
     floor = pooled_ratio * eval_variance if pooled_ratio is not None and eval_variance is not None else 0.0
     within = _add_uncertainty(run, x, y, space, params, settings, eval_variance, floor)
-    if x.size - N_PARAMS < MIN_DEGREES and (run.A_inflation or 1.0) > 1.0:
+    own = params.sse / max(x.size - N_PARAMS, 1)
+    if x.size - N_PARAMS < MIN_DEGREES and own > 0 and floor > own:
         notes.append(f"residual variance of {x.size - N_PARAMS} degrees of freedom raised to the variant's pooled "
-                     f"level (x{run.A_inflation:.2g}; rlscale.fit.pooled)")
+                     f"level (x{floor / own:.2g}; rlscale.fit.pooled)")
     run.A_identified_reason = _unidentified(run, x, space, within)
     run.A_identified = not run.A_identified_reason
     run.A_interval_open = run.A_identified_reason.startswith(INTERVAL_OPEN)
@@ -188,8 +198,9 @@ def residual_noise(x: np.ndarray, y: np.ndarray, r0: float, point: SigmoidParams
                    eval_variance: Optional[float] = None, white_floor: float = 0.0) -> ResidualNoise:
     """The residual covariance of a fit (rlscale.fit.correlated)."""
     fitted = sigmoid(x, r0, point.A, point.B, point.C_mid)
-    return estimate_residual_noise(jacobian(x, r0, point.A, point.B, point.C_mid), y - fitted, eval_variance,
-                                   white_floor)
+    jac = jacobian(x, r0, point.A, point.B, point.C_mid)
+    noise = estimate_residual_noise(jac, y - fitted, eval_variance, white_floor)
+    return replace(noise, inflation=max(noise.inflation, prior_inflation(jac)))
 
 
 def free_params(run: RunFit) -> SigmoidParams:
@@ -238,6 +249,9 @@ def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace, within: Option
                 f">= {MIN_INTERVAL_POINTS})")
     if at_edge(run.A):
         return f"A at the edge of its range [{space.a_lo:g}, {space.a_hi:g}]"
+    if x.size - N_PARAMS < MIN_DEGREES:
+        return (f"{x.size} fitted evals: too few to tell a drift of the reward from a plateau (needs "
+                f">= {MIN_DEGREES + N_PARAMS})")
     reached = float(sigmoid(x[-1], 0.0, 1.0, run.B, run.C_mid))
     if reached < BEND_FRACTION:
         return (f"the run ends before its curve bends: {reached:.0%} of the rise at the last fitted point "

@@ -37,7 +37,8 @@ def test_a_interval_covers_the_truth_on_drifting_rewards(draw):
     # the independent-residual bootstrap covered 56-80 % here; 60 runs at a true 95 % cover >= 90 % with
     # probability 0.94, so a rate below 0.88 is a real regression, not a draw
     assert covered.mean() >= 0.88, covered.mean()
-    assert covered[identified].mean() >= 0.88 and identified.mean() >= 0.8
+    # the drift floor (rlscale.fit.correlated.prior_inflation) leaves a share of these runs unidentified
+    assert covered[identified].mean() >= 0.88 and identified.mean() >= 0.7
 
 
 def test_a_stopped_before_saturation_is_reported_with_an_honest_interval():
@@ -52,12 +53,13 @@ SMALL_EVAL_SET = EvalDraw(prompts=100, per_prompt=4, prompt_sd=2.5, drift_sd=0.0
 
 
 def test_a_short_run_on_a_small_eval_set_holds_the_population_a():
-    # 9 evals: the eval set's offset used to be left out of A's interval below a dozen evals (66 % held A)
+    # 9 evals: the eval set's offset used to be left out of A's interval below a dozen evals (66 % held A); with
+    # too few evals to tell a drift from a plateau A is not identified, and its interval still holds the truth
     covered, identified = _coverage(replace(SMALL_EVAL_SET, every=16000 / 9), seed=13)
-    assert covered[identified].mean() >= 0.88 and identified.mean() >= 0.7, (covered.mean(), identified.mean())
+    assert covered.mean() >= 0.88 and not identified.any(), (covered.mean(), identified.mean())
 
 
 def test_the_eval_sets_offset_shifts_a_without_unbounding_it():
     # 30 evals: the offset used to be amplified through the profile to the edge of A's range (none identified)
     covered, identified = _coverage(replace(SMALL_EVAL_SET, every=16000 / 30), seed=14)
-    assert covered.mean() >= 0.88 and identified.mean() >= 0.7, (covered.mean(), identified.mean())
+    assert covered.mean() >= 0.88 and identified.mean() >= 0.6, (covered.mean(), identified.mean())

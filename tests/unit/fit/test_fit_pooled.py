@@ -46,7 +46,8 @@ def test_the_floor_raises_a_quiet_short_fit_and_leaves_a_noisy_one():
     assert quiet.A_inflation == pytest.approx(4.0, rel=1e-6) and "pooled level" in quiet.message
     assert quiet.A_se_within > 1.3 * own.A_se_within  # the bound scales with the variance, the profile is not linear
     noisy = fit_curve(replace(curve, se=np.full_like(curve.se, np.sqrt(s2 / 4))), settings, pooled_ratio=1.0)
-    assert noisy.A_inflation == 1.0 and "pooled level" not in noisy.message
+    # the noisy fit keeps its own variance: only the drift floor (rlscale.fit.correlated.prior_inflation) widens it
+    assert 1.0 <= noisy.A_inflation < quiet.A_inflation and "pooled level" not in noisy.message
 
 
 def test_first_quarter_fits_of_real_runs_call_no_ceiling_at_the_foot_of_the_rise():
@@ -54,12 +55,12 @@ def test_first_quarter_fits_of_real_runs_call_no_ceiling_at_the_foot_of_the_rise
     full = {(r["variant"], r["seed"]): r for r in json.loads((SUMS_SCALE / "fits.json").read_text())["runs"]}
     reached = {key: float(np.mean(run["points_y"][-3:])) for key, run in full.items()}
     identified = [r for r in early.runs if r.A_identified]
-    assert len(early.runs) == 15 and len(identified) >= 3
-    # six evals at the foot of a rise that quiet residuals bent early were called A 0.05-0.07, identified
-    for run in identified:
-        assert run.A > reached[(run.variant, run.seed)] / 2, (run.variant, run.seed, run.A)
+    # six evals at the foot of a rise that quiet residuals bent early were called A 0.05-0.07, identified; with
+    # too few evals to tell a drift from a plateau, no first-quarter fit calls a ceiling
+    assert len(early.runs) == 15 and not identified
+    assert any("too few to tell a drift" in r.A_identified_reason for r in early.runs if r.fitted)
     foot = [r for r in early.runs if r.A < 0.1]
-    assert foot and not any(r.A_identified for r in foot)
+    assert foot and all(r.A < reached[(r.variant, r.seed)] for r in foot)
 
 
 def test_the_planners_draws_of_one_run_are_the_draws_behind_its_own_interval():
