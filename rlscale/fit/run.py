@@ -65,6 +65,7 @@ from rlscale.fit.curves import Curve
 from rlscale.fit.fast import BatchFit, fit_fast
 from rlscale.fit.forms import N_PARAMS, SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import fitter
+from rlscale.fit.misfit import assess_misfit
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
 from rlscale.fit.profile import profile_interval_a
@@ -125,6 +126,8 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
     run.A_interval_open = run.A_identified_reason.startswith(INTERVAL_OPEN)
     _add_extrapolation(run, curve, window, notes)
     run.power_law = _power_law(x, y, run, settings)
+    misfit = assess_misfit(x, y, run)
+    run.misfit, run.misfit_p, run.misfit_llr = misfit.reason, misfit.p, misfit.llr
     if curve.pruned:
         return _finish(run, "pruned", [f"pruned by its sweep at x={curve.x[-1]:.4g}: partial curve"] + notes)
     return _finish(run, "repaired" if curve.repaired else "ok", notes)

@@ -122,7 +122,9 @@ class RunFit:
     (rlscale.fit.correlated); ``A_se`` is A's standard error read off its interval (half its width over the
     normal quantile of the level), ``A_se_within`` the part the run's own residuals make (without the eval
     set's shared offset). ``extrap_*``: the ``--fit-until`` check against the mean of the last
-    ``extrap_evals`` evals (rlscale.fit.run)."""
+    ``extrap_evals`` evals (rlscale.fit.run). ``misfit``: why the curve is not a sigmoid ("" when it passed or
+    was not tested), ``misfit_p`` the step-change test's p-value and ``misfit_llr`` the power law's
+    log-likelihood ratio over the sigmoid (rlscale.fit.misfit)."""
 
     sweep: str
     variant: str
@@ -172,6 +174,9 @@ class RunFit:
     points_x: List[float] = field(default_factory=list)
     points_y: List[float] = field(default_factory=list)
     points_t: List[float] = field(default_factory=list)
+    misfit: str = ""
+    misfit_p: Optional[float] = None
+    misfit_llr: Optional[float] = None
 
     @property
     def fitted(self) -> bool:
@@ -182,7 +187,8 @@ class RunFit:
                    "extrap_abs_err", "seed_std_A", "seed_std_B", "status", "message", "run_path", "cutoff_rule",
                    "extrap_x", "extrap_observed", "extrap_predicted", "A_identified",
                    "A_identified_reason", "eval_se", "eval_samples", "t_axis", "eval_prompts", "noise_phi",
-                   "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals", "A_interval_open")
+                   "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals", "A_interval_open",
+                   "misfit", "misfit_p", "misfit_llr")
 
 
 @dataclass(frozen=True)
