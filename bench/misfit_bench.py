@@ -3,7 +3,7 @@ gets a note (false misfits, target <= 5 % in every cell), how often a power-law 
 change at 70 % of its compute do (detection, target >= 80 % on 30+ evals), whether the step is placed near
 the truth, and what the test costs per run.
 
-    python bench/misfit_bench.py [--runs 200] [--quick]
+    python bench/misfit_bench.py [--runs 200] [--quick] [--jobs 1]
 
 Truths: Table 1's scalerl and code sigmoids (rlscale.testing.curves), the power law of
 rlscale.testing.misfit_curves.PowerLawSpec, and scalerl with a step of +0.05 / +0.10 at 70 %. Noise
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, List
 
 import numpy as np
@@ -54,31 +55,42 @@ def fitted(make: Callable, draw: EvalDraw, runs: int, seed: int) -> List[RunFit]
     return out
 
 
+def cell(t: int, runs: int):
+    """One row of the table: the cell's notes, the step's placement and the test's cost over its first runs."""
+    (name, make), kind, drift, evals = list(itertools.product(truths(0.7), DRAWS, DRIFTS, EVALS))[t]
+    draw = draw_of(kind, drift, evals)
+    fits = [f for f in fitted(make, draw, runs, 1000 + t) if f.fitted]
+    reasons = [f.misfit for f in fits]
+    step = sum(r.startswith(STEP_CHANGE) for r in reasons)
+    power = sum(r == POWER_LAW_BETTER for r in reasons)
+    where = [abs(float(r[len(STEP_CHANGE):]) / (0.7 * 16000) - 1) for r in reasons if r.startswith(STEP_CHANGE)]
+    cost = 0.0
+    for f in fits[:10]:
+        x, y, _ = window_points(f, SETTINGS)
+        start = time.perf_counter()
+        assess_misfit(x, y, f)
+        cost += time.perf_counter() - start
+    noted = (step + power) / max(len(fits), 1)
+    row = (f"{name:<16}{kind:<10}{drift:>6.3f}{evals:>6}{noted:>7.0%}{step:>6}{power:>6}"
+           f"{(np.median(where) if where else float('nan')):>8.2f}{len(fits):>5}")
+    return row, cost, min(10, len(fits))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="runs per cell")
     parser.add_argument("--quick", action="store_true", help="40 runs per cell")
+    parser.add_argument("--jobs", type=int, default=1, help="processes")
     args = parser.parse_args()
     runs = 40 if args.quick else args.runs
     print(f"{'truth':<16}{'draw':<10}{'drift':>6}{'evals':>6}{'noted':>7}{'step':>6}{'power':>6}"
           f"{'|dC|/C':>8}{'ok':>5}")
+    cells = range(len(list(itertools.product(truths(0.7), DRAWS, DRIFTS, EVALS))))
     cost, tested = 0.0, 0
-    for t, ((name, make), kind, drift, evals) in enumerate(itertools.product(truths(0.7), DRAWS, DRIFTS, EVALS)):
-        draw = draw_of(kind, drift, evals)
-        fits = [f for f in fitted(make, draw, runs, 1000 + t) if f.fitted]
-        reasons = [f.misfit for f in fits]
-        step = sum(r.startswith(STEP_CHANGE) for r in reasons)
-        power = sum(r == POWER_LAW_BETTER for r in reasons)
-        where = [abs(float(r[len(STEP_CHANGE):]) / (0.7 * 16000) - 1) for r in reasons if r.startswith(STEP_CHANGE)]
-        for f in fits[:10]:
-            x, y, _ = window_points(f, SETTINGS)
-            start = time.perf_counter()
-            assess_misfit(x, y, f)
-            cost += time.perf_counter() - start
-            tested += 1
-        noted = (step + power) / max(len(fits), 1)
-        print(f"{name:<16}{kind:<10}{drift:>6.3f}{evals:>6}{noted:>7.0%}{step:>6}{power:>6}"
-              f"{(np.median(where) if where else float('nan')):>8.2f}{len(fits):>5}", flush=True)
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for row, seconds, n in pool.map(cell, cells, itertools.repeat(runs)):
+            print(row, flush=True)
+            cost, tested = cost + seconds, tested + n
     print(f"misfit test: {1e3 * cost / tested:.2f} ms per run (mean of {tested})")
 
 

@@ -45,6 +45,10 @@ with three the curve passes through every point and there is no residual left to
 interval would be the search's own precision), with four the one residual degree of freedom puts the
 likelihood-ratio bound at 161 times the residual variance.
 
+Shape (``misfit``, ``misfit_p``, ``misfit_llr``): after the power law is fitted, the residuals are tested for a
+step change and compared with the power law's under the fit's own residual covariance (rlscale.fit.misfit); a
+run that fails keeps its status, the field says why.
+
 Extrapolation check (``--fit-until``): the fitted curve against the mean of the last EXTRAP_EVALS (three)
 evals beyond ``fit_until`` (one eval's noise is about as large as the errors in question), the prediction
 averaged over the same evals.

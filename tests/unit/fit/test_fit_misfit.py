@@ -1,6 +1,6 @@
 """The misfit test (rlscale.fit.misfit) on runs of known truth: drifting sigmoid runs pass (at most 5 % noted),
 a step change of +0.10 at 70 % of the compute is found near where it is, a power law the sigmoid's box cannot
-bend to is named, and the outcome reaches fits.csv, the terminal and the comparisons' note."""
+bend to is named, and the outcome reaches fits.csv, the terminal, the report and the comparisons' note."""
 from __future__ import annotations
 
 import csv
@@ -14,8 +14,11 @@ from rlscale.fit.misfit import POWER_LAW_BETTER, STEP_CHANGE, misfit_note
 from rlscale.fit.run import fit_curve
 from rlscale.fit.schema import FITS_CSV, FitResults, FitSettings, RunFit
 from rlscale.fit.table import render
+from rlscale.report.build import write_report
+from rlscale.report.model import load_report
 from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve
 from rlscale.testing.misfit_curves import PowerLawSpec, StepSpec, power_law_run, step_run
+from rlscale.testing.results_tree import synthetic_plan, write_results
 
 SETTINGS = FitSettings(n_boot=0)
 
@@ -75,3 +78,13 @@ def test_the_outcome_reaches_fits_csv_the_terminal_and_the_comparisons(tmp_path)
     assert "curves that are not sigmoids" in text and f"step s2: {run.misfit}" in text
     assert misfit_note(run) == f"seed 2's curve is not a sigmoid ({run.misfit})"
     assert misfit_note(clean) == "" and misfit_note(RunFit(sweep="", variant="v")) == ""
+
+
+def test_the_report_flags_the_run_in_its_notes_and_record(tmp_path):
+    root = tmp_path / "results"
+    fits = write_results(root, synthetic_plan(n_runs=4, n_sweeps=1, n_loo_sweeps=0, edge_cases=False), n_train=20)
+    run = next(r for r in fits.runs if r.status == "ok")
+    run.misfit, run.misfit_p, run.misfit_llr = f"{STEP_CHANGE}1.12e+04", 2.5e-4, -0.4
+    html = write_report(load_report(root, fits), html=tmp_path / "report.html").html.read_text()
+    assert html.count(f"{STEP_CHANGE}1.12e+04") >= 2  # the variant's notes and the run's record
+    assert "step-change p 0.00025, power law log-likelihood ratio -0.4" in html
