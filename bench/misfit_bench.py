@@ -1,7 +1,9 @@
 """Benchmark of the misfit test (rlscale.fit.misfit) on synthetic runs with known truth: how often a sigmoid run
 gets a note (false misfits, target <= 5 % in every cell), how often a power-law run and a run with a step
 change at 70 % of its compute do (detection, target >= 80 % on 30+ evals), whether the step is placed near
-the truth, and what the test costs per run.
+the truth, and what the test costs per run. Columns: the share of runs noted, the counts of step and power-law
+notes, the median relative distance of a found step to the truth, the share of runs whose step p-value is below
+0.05, 0.01 (STEP_ALPHA) and 0.001, and the median power-law log-likelihood ratio (POWER_LLR 3).
 
     python bench/misfit_bench.py [--runs 200] [--quick] [--jobs 1]
 
@@ -32,6 +34,7 @@ DRIFTS = (0.005, 0.01, 0.02)
 EVALS = (9, 30, 64)
 DRAWS = {"binomial": dict(samples=400), "clustered": dict(prompts=100, per_prompt=4)}
 SETTINGS = FitSettings(n_boot=0)
+ALPHAS = (0.05, 0.01, 0.001)  # the step test's rates at other levels than STEP_ALPHA, for its calibration
 
 
 def draw_of(kind: str, drift: float, evals: int) -> EvalDraw:
@@ -71,8 +74,12 @@ def cell(t: int, runs: int):
         assess_misfit(x, y, f)
         cost += time.perf_counter() - start
     noted = (step + power) / max(len(fits), 1)
+    p = np.array([f.misfit_p for f in fits if f.misfit_p is not None])
+    llr = np.array([f.misfit_llr for f in fits if f.misfit_llr is not None])
+    rates = "".join(f"{np.mean(p < a) if p.size else float('nan'):>8.0%}" for a in ALPHAS)
     row = (f"{name:<16}{kind:<10}{drift:>6.3f}{evals:>6}{noted:>7.0%}{step:>6}{power:>6}"
-           f"{(np.median(where) if where else float('nan')):>8.2f}{len(fits):>5}")
+           f"{(np.median(where) if where else float('nan')):>8.2f}{rates}"
+           f"{(np.median(llr) if llr.size else float('nan')):>8.1f}{len(fits):>5}")
     return row, cost, min(10, len(fits))
 
 
@@ -84,7 +91,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = 40 if args.quick else args.runs
     print(f"{'truth':<16}{'draw':<10}{'drift':>6}{'evals':>6}{'noted':>7}{'step':>6}{'power':>6}"
-          f"{'|dC|/C':>8}{'ok':>5}")
+          f"{'|dC|/C':>8}" + "".join(f"{f'p<{a:g}':>8}" for a in ALPHAS) + f"{'llr med':>8}{'ok':>5}")
     cells = range(len(list(itertools.product(truths(0.7), DRAWS, DRIFTS, EVALS))))
     cost, tested = 0.0, 0
     with ProcessPoolExecutor(args.jobs) as pool:
