@@ -53,6 +53,10 @@ with three the curve passes through every point and there is no residual left to
 interval would be the search's own precision), with four the one residual degree of freedom puts the
 likelihood-ratio bound at 161 times the residual variance.
 
+Shape (``misfit``, ``misfit_p``, ``misfit_llr``): after the power law is fitted, the residuals are tested for a
+step change and compared with the power law's under the fit's own residual covariance (rlscale.fit.misfit); a
+run that fails keeps its status, the field says why.
+
 Extrapolation check (``--fit-until``): the fitted curve against the mean of the last EXTRAP_EVALS (three)
 evals beyond ``fit_until`` (one eval's noise is about as large as the errors in question), the prediction
 averaged over the same evals; its prediction interval, the carry-forward baseline and the best of the three
@@ -76,6 +80,7 @@ from rlscale.fit.fast import BatchFit, fit_fast
 from rlscale.fit.forecast import add_forecasts
 from rlscale.fit.forms import N_PARAMS, SigmoidParams, power_law, sigmoid
 from rlscale.fit.methods import fitter
+from rlscale.fit.misfit import assess_misfit
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
 from rlscale.fit.profile import profile_interval_a
@@ -139,6 +144,8 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
     run.power_law = _power_law(x, y, run, settings)
     add_forecasts(run, curve, window, x, y, space, params, fitted_noise(run), settings,
                   bootstrap_rng(run, settings))
+    misfit = assess_misfit(x, y, run)
+    run.misfit, run.misfit_p, run.misfit_llr = misfit.reason, misfit.p, misfit.llr
     if curve.pruned:
         return _finish(run, "pruned", [f"pruned by its sweep at x={curve.x[-1]:.4g}: partial curve"] + notes)
     return _finish(run, "repaired" if curve.repaired else "ok", notes)

@@ -137,7 +137,10 @@ class RunFit:
     (rlscale.fit.forecast; ``extrap_covered`` whether it holds the observation, ``extrap_drift`` the drift
     carried forward, ``extrap_noise_rule`` "estimated" or "conservative"), the carry-forward baseline
     (``extrap_cf_*``), the power law's prediction (``extrap_pl_predicted``) and the method nearest the
-    observation (``extrap_best``, ``extrap_runner_up``, ``extrap_best_resolved``: beyond the eval noise)."""
+    observation (``extrap_best``, ``extrap_runner_up``, ``extrap_best_resolved``: beyond the eval noise).
+    ``misfit``: why the curve is not a sigmoid ("" when it passed or
+    was not tested), ``misfit_p`` the step-change test's p-value and ``misfit_llr`` the power law's
+    log-likelihood ratio over the sigmoid (rlscale.fit.misfit)."""
 
     sweep: str
     variant: str
@@ -200,6 +203,9 @@ class RunFit:
     extrap_best: str = ""
     extrap_runner_up: str = ""
     extrap_best_resolved: Optional[bool] = None
+    misfit: str = ""
+    misfit_p: Optional[float] = None
+    misfit_llr: Optional[float] = None
 
     @property
     def fitted(self) -> bool:
@@ -213,7 +219,8 @@ class RunFit:
                    "noise_drift_sd", "noise_white_sd", "A_inflation", "A_se", "A_se_within", "extrap_evals", "A_interval_open",
                    "extrap_lo", "extrap_hi", "extrap_covered", "extrap_drift", "extrap_noise_rule",
                    "extrap_cf_predicted", "extrap_cf_lo", "extrap_cf_hi", "extrap_cf_abs_err", "extrap_pl_predicted",
-                   "extrap_best", "extrap_runner_up", "extrap_best_resolved")
+                   "extrap_best", "extrap_runner_up", "extrap_best_resolved",
+                   "misfit", "misfit_p", "misfit_llr")
 
 
 @dataclass(frozen=True)

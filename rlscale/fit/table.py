@@ -1,4 +1,5 @@
-"""The terminal view of a FitResults: one table of runs (messages listed under it), then per sweep the
+"""The terminal view of a FitResults: one table of runs (messages listed under it, then the runs whose curve is
+not a sigmoid, rlscale.fit.misfit), then per sweep the
 eval-noise flag, the ranking and the LOO table.
 
 Runs fitted with ``--fit-until`` get a second table: the prediction of the held-out mean with its prediction
@@ -40,6 +41,13 @@ def render(results: FitResults, console: Console) -> None:
         if summary is not None:
             console.print(printable(f"{sweep or 'runs'}: extrapolation: {summary.describe()}"), markup=False,
                           highlight=False)
+    misfits = [r for r in results.runs if r.misfit]
+    if misfits:
+        console.print("curves that are not sigmoids (rlscale.fit.misfit; still fitted, A and B describe Eq. 1 only):",
+                      style="yellow", markup=False, highlight=False)
+    for r in misfits:
+        console.print(printable(f"  {_name(r, results)}: {r.misfit} ({_misfit_stats(r)})"), markup=False,
+                      highlight=False)
     for sweep in sorted({c.sweep for c in results.comparison}):
         rows = [c for c in results.comparison if c.sweep == sweep]
         noise = eval_noise(results.runs, sweep, s.margin, s.paired)
@@ -129,6 +137,11 @@ def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
                       _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source, p,
                       shown(c.verdict_text or c.note))
     return table
+
+
+def _misfit_stats(r: RunFit) -> str:
+    """The misfit test's step p-value and power-law log-likelihood ratio."""
+    return f"step p {_f(r.misfit_p, '.2g')}, power law log-LR {_f(r.misfit_llr, '+.1f')}"
 
 
 def _name(r: RunFit, results: FitResults) -> str:

@@ -134,7 +134,7 @@ class RunPanels:
             power_law_curve(ax, run, self.logx)
             if fit.cutoff is not None:
                 ax.axvline(fit.cutoff, color="0.45", linestyle="-.", linewidth=0.8)
-            note = f"A={fit.A:.3f} B={fit.B:.2f}"
+            note = f"A={fit.A:.3f} B={fit.B:.2f}" + (f"\n{shorten(fit.misfit, 44)}" if fit.misfit else "")
         else:
             note = shorten(run.fit_message, 44)
         ax.text(0.97, 0.04, note, transform=ax.transAxes, ha="right", va="bottom", fontsize=6.5,

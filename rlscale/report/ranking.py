@@ -104,4 +104,5 @@ def _fit_notes(run: RunView) -> List[Note]:
         return [Note(run.fit_message, flag=True)]
     fit = run.fit
     found = [Note(f"A not identified: {fit.A_identified_reason}", flag=True)] if fit.A_identified is False else []
+    found += [Note(fit.misfit, flag=True)] if fit.misfit else []
     return found + ([Note(fit.message)] if fit.message else [])

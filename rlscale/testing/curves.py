@@ -248,9 +248,17 @@ def drawn_curve(spec: CurveSpec, draw: EvalDraw, rng: np.random.Generator, r0: f
     clustered prompts ``offsets`` is the eval set (fresh when None). The curve's ``se`` is the written SE,
     ``samples`` and ``prompts`` the eval size; ``t`` the eval's position."""
     x = eval_x(draw)
+    return drawn_truth(x, sigmoid(x, r0, spec.A, spec.B, spec.C_mid), draw, rng, drift, offsets, sweep, variant, seed)
+
+
+def drawn_truth(x: np.ndarray, truth: np.ndarray, draw: EvalDraw, rng: np.random.Generator,
+                drift: Optional[np.ndarray] = None, offsets: Optional[np.ndarray] = None, sweep: str = "synthetic",
+                variant: str = "run", seed: Optional[int] = 0) -> Curve:
+    """The curve of evals at ``x`` drawn as ``draw`` says from the true reward ``truth`` (one value per eval, of
+    any shape) plus a drift, as :func:`drawn_curve` does for Eq. 1."""
     if drift is None:
         drift = ar1_drift(x.size, draw.drift_sd, draw.drift_phi, rng)
-    p = sigmoid(x, r0, spec.A, spec.B, spec.C_mid) + np.where(np.arange(x.size) == 0, 0.0, drift[:x.size])
+    p = truth + np.where(np.arange(x.size) == 0, 0.0, drift[:x.size])
     if draw.prompts:
         if offsets is None:
             offsets = prompt_offsets(draw.prompts, draw.prompt_sd, rng)
