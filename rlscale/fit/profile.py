@@ -16,13 +16,13 @@ not bounded on that side (rlscale.fit.run: not identified).
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import f as f_dist
 
-from rlscale.fit.fast import fit_fast
+from rlscale.fit.fast import FixedAProfile, fit_fast
 from rlscale.fit.forms import SigmoidParams
 from rlscale.fit.space import SearchSpace
 
@@ -42,14 +42,23 @@ def sse_bound(point: SigmoidParams, n: int, inflation: float, level: float) -> f
 
 def profile_interval_a(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams,
                        inflation: float, level: float) -> Tuple[float, float]:
-    """(lo, hi) of A (module docstring)."""
+    """(lo, hi) of A (module docstring). SSE(a) is :func:`profile_sse`'s, continued from the optimum at the
+    nearest A already evaluated on the same side (rlscale.fit.fast.FixedAProfile), each A evaluated once."""
     bound = sse_bound(point, x.size, inflation, level)
-    at_point = profile_sse(x, y, r0, space, point.A)
-
-    def excess(a: float) -> float:
-        return profile_sse(x, y, r0, space, a) - bound
+    profile = FixedAProfile(x, y, r0, space)
+    values: Dict[float, float] = {}
 
     def end(edge: float) -> float:
+        optima = [(point.A, profile.start_of(point))]  # the A values of this side so far and their optima
+
+        def excess(a: float) -> float:
+            if a not in values:
+                start = min(optima, key=lambda known: abs(known[0] - a))[1]
+                values[a], optimum = profile.sse(a, start)
+                optima.append((a, optimum))
+            return values[a] - bound
+
+        at_point = excess(point.A) + bound
         if abs(edge - point.A) < TOLERANCE or excess(edge) <= 0:
             return edge
         if at_point >= bound:  # a noise-free curve: no width beyond the search's own precision
