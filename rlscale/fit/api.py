@@ -8,6 +8,10 @@ below their variant's pooled level are fitted again at that level (rlscale.fit.p
 ranking and LOO table (rlscale.fit.compare).
 A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
 ``--x``/``--y`` that no eval line holds (``MetricError``, a ``SourceError``), raises.
+
+The fits run with one BLAS thread per process (threadpoolctl): their matrices are at most a few hundred
+evals wide, where BLAS threads only wait on each other, and on a loaded machine that waiting made the fit
+2-5x slower; ``jobs`` processes are the fit's parallelism. The outputs do not depend on ``jobs``.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from dataclasses import replace
 from itertools import repeat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional
+
+from threadpoolctl import threadpool_limits
 
 from rlscale.fit.compare import compare
 from rlscale.fit.curves import Curve, MetricError, SourceError, load_source
@@ -48,9 +54,11 @@ def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Ca
     """The RunFit of every curve, in ``jobs`` processes: each fitted once, then the short fits below their
     variant's pooled residual level fitted again at that level (rlscale.fit.pooled)."""
     with ExitStack() as stack:
+        stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
         pool = None
         if jobs > 1 and len(curves) > 1:
-            pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")))
+            pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                           initializer=_one_blas_thread))
 
         def fit_all(chosen: List[Curve], ratios: Iterable[Optional[float]]) -> Iterator[RunFit]:
             if pool is None:
@@ -78,6 +86,11 @@ def write_outputs(results: FitResults, out: Path) -> List[Path]:
     if not any(r.fitted for r in results.runs):
         return []
     return write_files(results, Path(out))
+
+
+def _one_blas_thread() -> None:
+    """A worker's BLAS on one thread for its whole life (module docstring)."""
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def _fit_guarded(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]) -> RunFit:

@@ -88,8 +88,9 @@ class FixedAProfile:
 
     :meth:`sse` runs Newton's method on the exact Hessian of the SSE in (u, v) = (log C_mid, log B), damped
     and projected onto the box like step 2, from ``start`` (the optimum at a neighbouring A: the profile moves
-    A in small steps, so it starts in that optimum's basin and converges in a few steps). The coarse grid of
-    step 1 is scored once for the curve (its products do not depend on A); a cell of it below the continued
+    A in small steps, so it starts in that optimum's basin and converges in a few steps), or from the best cell
+    of the coarse grid of step 1 when that cell fits better than ``start`` (an A far from it). The grid is
+    scored once for the curve (its products do not depend on A); a cell of it below the continued
     optimum at this A (by more than GRID_SLACK), or a Newton run that does not converge, sends the value back
     to fit_fast's search, step 2 from the grid's best local minima, so the result is never worse than the
     best grid cell, as fit_fast's."""
@@ -109,8 +110,12 @@ class FixedAProfile:
     def sse(self, a: float, start: Tuple[float, float]) -> Tuple[float, Tuple[float, float]]:
         """(least SSE with A held at ``a``, the optimum (u, v) to start the next A from)."""
         g = a - self._r0
+        cells = self._grid.sse(g, g)[0]
+        best = int(np.argmin(cells))
+        if cells[best] < float(np.sum((self._d - g * expit(math.exp(start[1]) * (self._lx - start[0]))) ** 2)):
+            start = float(self._grid.uu[best]), float(self._grid.vv[best])  # a far A: the grid is closer
         found = _newton_fixed_a(self._lx, self._d, g, *start, self._bounds)
-        if found is not None and found[0] <= float(self._grid.sse(g, g).min()) * (1 + GRID_SLACK):
+        if found is not None and found[0] <= float(cells[best]) * (1 + GRID_SLACK):
             return found[0], (found[1], found[2])
         bounds = replace(self._bounds, g_lo=g, g_hi=g)
         u, v, _, sse = _refine(self._lx, self._d[None, :], np.ones((1, self._d.size)),
@@ -121,7 +126,7 @@ class FixedAProfile:
 def _newton_fixed_a(lx: np.ndarray, d: np.ndarray, g: float, u: float, v: float,
                     bounds: _Bounds) -> Optional[Tuple[float, float, float]]:
     """Damped, projected Newton on SSE(u, v) = |d - g s|^2 with A - R0 = g held; (sse, u, v) at convergence
-    (a step below NEWTON_TOL), None when it does not converge in MAX_ITER steps. A coordinate at its bound
+    (a step below NEWTON_TOL, or one that would lower the SSE by less than its rounding), None when it does not converge in MAX_ITER steps. A coordinate at its bound
     whose descent direction points outward is held, as in :func:`_step`."""
     lam = 0.0
     here = _sse_derivatives(lx, d, g, u, v)
@@ -146,6 +151,8 @@ def _newton_fixed_a(lx: np.ndarray, d: np.ndarray, g: float, u: float, v: float,
             if lam > 1e10:
                 return None
             continue
+        if lam == 0.0 and -(gu * du + gv * dv) <= 1e-16 * f:
+            return f, u, v  # the full Newton step would lower the SSE by less than its rounding
         norm = max(math.hypot(du, dv) / MAX_STEP, 1.0)
         nu = min(max(u + du / norm, bounds.u_lo), bounds.u_hi)
         nv = min(max(v + dv / norm, bounds.v_lo), bounds.v_hi)

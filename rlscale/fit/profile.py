@@ -43,7 +43,9 @@ def sse_bound(point: SigmoidParams, n: int, inflation: float, level: float) -> f
 def profile_interval_a(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams,
                        inflation: float, level: float) -> Tuple[float, float]:
     """(lo, hi) of A (module docstring). SSE(a) is :func:`profile_sse`'s, continued from the optimum at the
-    nearest A already evaluated on the same side (rlscale.fit.fast.FixedAProfile), each A evaluated once."""
+    nearest A already evaluated between the point estimate and a (rlscale.fit.fast.FixedAProfile: outward from
+    the point, never back from an A farther out, whose optimum may sit in another basin), each A evaluated
+    once."""
     bound = sse_bound(point, x.size, inflation, level)
     profile = FixedAProfile(x, y, r0, space)
     values: Dict[float, float] = {}
@@ -53,7 +55,8 @@ def profile_interval_a(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpa
 
         def excess(a: float) -> float:
             if a not in values:
-                start = min(optima, key=lambda known: abs(known[0] - a))[1]
+                inward = [known for known in optima if (known[0] - a) * (known[0] - point.A) <= 0]
+                start = min(inward, key=lambda known: abs(known[0] - a))[1]
                 values[a], optimum = profile.sse(a, start)
                 optima.append((a, optimum))
             return values[a] - bound
