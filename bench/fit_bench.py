@@ -2,7 +2,7 @@
 and 1,000 runs with every interval fitted end to end through the public API.
 
     python bench/fit_bench.py [--quick] [--runs-paper 10] [--runs-boot 1000] [--points 100] [--n-boot 200]
-                              [--jobs 2] [--out bench/results/fit_bench.md]
+                              [--jobs 2 ...] [--out bench/results/fit_bench.md]
 
 1. Per run, on the same points: App. A.5's grid (rlscale.fit.paper: 71 A x 100 C_mid cells, B by curve_fit in
    each) against the fast fit, i.e. everything ``rlscale fit --n-boot 0`` computes for a run
@@ -16,7 +16,7 @@ and 1,000 runs with every interval fitted end to end through the public API.
    Target: 1,000 runs in under 60 s on 2 cores.
 
 ``--quick`` (CI, tests/unit/fit/test_fit_bench.py; a few seconds): 1 run of 30 evals in part 1, 40 runs with
-``--n-boot 50`` in part 2. The load average (``uptime``) is printed with the results: the machine may be shared.
+``--n-boot 50`` in one process in part 2. The load average (``uptime``) is printed with the results: the machine may be shared.
 """
 from __future__ import annotations
 
@@ -115,11 +115,17 @@ def _cpu_seconds() -> float:
 
 
 def _cpu_model() -> str:
+    """The CPU's model name and widest vector extension (AVX-512, AVX2), and OpenBLAS's kernels when
+    OPENBLAS_CORETYPE sets them."""
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
         return platform.processor() or "unknown CPU"
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown CPU")
+    model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown CPU")
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    return ", ".join([model] + [vector] * bool(vector) + [f"OpenBLAS on its {coretype} kernels"] * bool(coretype))
 
 
 def _commit() -> str:
@@ -142,11 +148,13 @@ def main() -> None:
     parser.add_argument("--runs-boot", type=int, default=1000)
     parser.add_argument("--points", type=int, default=100)
     parser.add_argument("--n-boot", type=int, default=200)
-    parser.add_argument("--jobs", type=int, nargs="+", default=[2], help="process counts to time in part 2")
+    parser.add_argument("--jobs", type=int, nargs="+", default=None,
+                        help="process counts to time in part 2 (default 2; 1 with --quick)")
     parser.add_argument("--out", type=Path, default=None, help="also write the results here (markdown)")
     args = parser.parse_args()
     if args.quick:
         args.runs_paper, args.runs_boot, args.n_boot = 1, 40, 50
+    jobs = args.jobs or [1 if args.quick else 2]
     commit, load_start = _commit(), _load()  # the code imported now, before the tree can change under a run
     points_paper = 30 if args.quick else args.points
     lines = [f"## The fast fit (`--n-boot 0`) against App. A.5's grid, {args.runs_paper} run(s) of {points_paper} "
@@ -156,8 +164,8 @@ def main() -> None:
     lines += ["", "## Runs with every interval, end to end (`fit_results` on a results folder, then the outputs)", "",
               "| runs x evals | --n-boot | --jobs | fit_results s | with outputs s | CPU s | CPU ms/run | ok | "
               "wall / 60 s target |", "|---|---|---|---|---|---|---|---|---|"]
-    for jobs in args.jobs:
-        lines += bootstrap_many(args.runs_boot, args.points, args.n_boot, jobs)
+    for n_jobs in jobs:
+        lines += bootstrap_many(args.runs_boot, args.points, args.n_boot, n_jobs)
     head = [f"# fit_bench: {datetime.now(timezone.utc):%Y-%m-%d}, {_cpu_model()} ({platform.machine()}, "
             f"{os.cpu_count()} cores), commit {commit}", "",
             f"Load average (1/5/15 min) {load_start} at the start, {_load()} at the end"

@@ -11,11 +11,14 @@ A run that cannot be fitted gets a status and a one-line message; only an unread
 
 The fits run with one BLAS thread per process (threadpoolctl): their matrices are at most a few hundred
 evals wide, where BLAS threads only wait on each other, and on a loaded machine that waiting made the fit
-2-5x slower; ``jobs`` processes are the fit's parallelism. The outputs do not depend on ``jobs``.
+2-5x slower; ``jobs`` processes are the fit's parallelism. ``jobs`` 0 is one process per CPU, with at least
+RUNS_PER_PROCESS runs each (a worker process spends about a second importing, the fit of a hundred runs with
+their bootstrap). The outputs do not depend on ``jobs``.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import replace
@@ -35,11 +38,14 @@ from rlscale.fit.window import describe_rule
 
 __all__ = ["fit_results", "fit_curves", "write_outputs", "SourceError", "MetricError"]
 
+RUNS_PER_PROCESS = 100
+
 
 def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
                 jobs: int = 1) -> FitResults:
     """Fit every run under ``source`` (a results folder, any depth, or a tidy CSV/parquet file), in
-    ``jobs`` processes. ``progress(done, total)`` is called with 0 once the runs are read, then after each run."""
+    ``jobs`` processes (0: module docstring). ``progress(done, total)`` is called with 0 once the runs are read,
+    then after each run."""
     loaded = load_source(Path(source), settings.x, settings.y)
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
@@ -51,8 +57,10 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
 
 def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
                jobs: int = 1) -> List[RunFit]:
-    """The RunFit of every curve, in ``jobs`` processes: each fitted once, then the short fits below their
-    variant's pooled residual level fitted again at that level (rlscale.fit.pooled)."""
+    """The RunFit of every curve, in ``jobs`` processes (0: module docstring): each fitted once, then the short
+    fits below their variant's pooled residual level fitted again at that level (rlscale.fit.pooled)."""
+    if jobs == 0:
+        jobs = min(os.cpu_count() or 1, len(curves) // RUNS_PER_PROCESS)
     with ExitStack() as stack:
         stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
         pool = None
