@@ -12,6 +12,10 @@ Curves that share x (bootstrap resamples as multinomial weights on the same poin
 basis, so a whole bootstrap is one call. The result is never worse than the best grid cell; since the box
 contains the paper's grid and the starts cover every basin the grid sees, it is at least as good as App. A.5
 on the same points (checked in tests and bench/fit_bench.py). All x must be > 0.
+
+A's profile (rlscale.fit.profile) holds A at a few dozen values in turn: :class:`FixedAProfile` scores the
+grid once for the run and continues each value from a neighbouring value's optimum by Newton's method,
+with the same guarantee against the grid.
 """
 from __future__ import annotations
 
