@@ -14,7 +14,7 @@ runs it called identified). Each end is found by bracketing and bisection on [a_
 end that reaches the box (SSE at the box edge still within the bound) is the edge itself, and A is then
 not bounded on that side (rlscale.fit.run: not identified). SSE(a) at the values the root finder asks for is
 continued outward from the point estimate's optimum (rlscale.fit.fast.FixedAProfile), not searched afresh:
-the same values as :func:`profile_sse` to 1e-6 or better, at a twentieth of the cost.
+the same values as :func:`profile_sse` to 1e-6 or better, at a small part of its cost (bench/fit_bench.py).
 """
 from __future__ import annotations
 
