@@ -9,7 +9,7 @@ ranking and LOO table (rlscale.fit.compare).
 A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
 ``--x``/``--y`` that no eval line holds (``MetricError``, a ``SourceError``), raises.
 
-The fits run with one BLAS thread per process (threadpoolctl): their matrices are at most a few hundred
+The fits and comparisons run with one BLAS thread per process (threadpoolctl): their matrices are at most a few hundred
 evals wide, where BLAS threads only wait on each other, and on a loaded machine that waiting made the fit
 2-5x slower; ``jobs`` processes are the fit's parallelism. ``jobs`` 0 is one process per CPU, with at least
 RUNS_PER_PROCESS runs each (a worker process spends about a second importing, the fit of a hundred runs with
@@ -50,7 +50,8 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
     runs = fit_curves(loaded.curves, settings, progress, jobs)
-    results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
+    with threadpool_limits(limits=1, user_api="blas"):  # the comparisons' fixed-A refits and seed tables too
+        results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
     clean(results)
     return results
 

@@ -50,7 +50,15 @@ class BatchFit:
 
 def fit_fast(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace,
              start: Optional[Tuple[float, float]] = None) -> SigmoidParams:
-    """The min-SSE Eq. 1 curve in ``space`` for one run's points (``start``: see :func:`fit_batch`)."""
+    """The min-SSE Eq. 1 curve in ``space`` for one run's points (``start``: see :func:`fit_batch`). With A held
+    (``space.with_fixed_a``) and a ``start``, Newton's method (:func:`_newton_fixed_a`) runs from it, and
+    Levenberg-Marquardt only when that does not converge."""
+    if start is not None and space.a_lo == space.a_hi:
+        scale = float(np.max(x))
+        found = _newton_fixed_a(np.log(x / scale), np.asarray(y, dtype=float) - r0, space.a_lo - r0,
+                                *_start_uv(start, scale, _bounds(space, scale, r0)), _bounds(space, scale, r0))
+        if found is not None:
+            return SigmoidParams(A=space.a_lo, B=math.exp(found[2]), C_mid=scale * math.exp(found[1]), sse=found[0])
     fit = fit_batch(x, y, r0, space, np.ones((1, x.size)), start)
     return SigmoidParams(A=float(fit.A[0]), B=float(fit.B[0]), C_mid=float(fit.C_mid[0]), sse=float(fit.sse[0]))
 
@@ -69,8 +77,7 @@ def fit_batch(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, weigh
     if start is None:
         u0, v0 = _grid_starts(_Grid.of(lx, d, weights, bounds), bounds)
     else:
-        u0 = np.full(m, np.clip(np.log(start[0] / scale), bounds.u_lo, bounds.u_hi))
-        v0 = np.full(m, np.clip(np.log(start[1]), bounds.v_lo, bounds.v_hi))
+        u0, v0 = (np.full(m, c) for c in _start_uv(start, scale, bounds))
     u, v, g, sse = _refine(lx, d, weights, u0, v0, bounds)
     return BatchFit(A=r0 + g, B=np.exp(v), C_mid=scale * np.exp(u), sse=sse)
 
@@ -196,6 +203,12 @@ class _Bounds:
     v_hi: float
     g_lo: float
     g_hi: float
+
+
+def _start_uv(start: Tuple[float, float], scale: float, bounds: _Bounds) -> Tuple[float, float]:
+    """A start (C_mid, B) as (u, v), inside the box."""
+    return (float(np.clip(np.log(start[0] / scale), bounds.u_lo, bounds.u_hi)),
+            float(np.clip(np.log(start[1]), bounds.v_lo, bounds.v_hi)))
 
 
 def _bounds(space: SearchSpace, scale: float, r0: float) -> _Bounds:
