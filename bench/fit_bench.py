@@ -16,7 +16,8 @@ and 1,000 runs with every interval fitted end to end through the public API.
    Target: 1,000 runs in under 60 s on 2 cores.
 
 ``--quick`` (CI, tests/unit/fit/test_fit_bench.py; a few seconds): 1 run of 30 evals in part 1, 40 runs with
-``--n-boot 50`` in one process in part 2. The load average (``uptime``) is printed with the results: the machine may be shared.
+``--n-boot 50`` in one process in part 2. The load average (``uptime``) is printed with the results: the machine
+may be shared.
 """
 from __future__ import annotations
 

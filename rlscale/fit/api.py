@@ -9,11 +9,11 @@ ranking and LOO table (rlscale.fit.compare).
 A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
 ``--x``/``--y`` that no eval line holds (``MetricError``, a ``SourceError``), raises.
 
-The fits and comparisons run with one BLAS thread per process (threadpoolctl): their matrices are at most a few hundred
-evals wide, where BLAS threads only wait on each other, and on a loaded machine that waiting made the fit
-2-5x slower; ``jobs`` processes are the fit's parallelism. ``jobs`` 0 is one process per CPU, with at least
-RUNS_PER_PROCESS runs each (a worker process spends about a second importing, the fit of a hundred runs with
-their bootstrap). The outputs do not depend on ``jobs``.
+The fits and comparisons run with one BLAS thread per process (threadpoolctl): their matrices are at most a
+few hundred evals wide, where BLAS threads only wait on each other, and on a loaded machine that waiting made
+the fit 2-5x slower; ``jobs`` processes are the fit's parallelism. ``jobs`` 0 is one process per CPU, with at
+least RUNS_PER_PROCESS runs each (a worker process spends about a second importing, the fit of a hundred runs
+with their bootstrap). The outputs do not depend on ``jobs``.
 """
 from __future__ import annotations
 

@@ -137,8 +137,9 @@ class FixedAProfile:
 def _newton_fixed_a(lx: np.ndarray, d: np.ndarray, g: float, u: float, v: float,
                     bounds: _Bounds) -> Optional[Tuple[float, float, float]]:
     """Damped, projected Newton on SSE(u, v) = |d - g s|^2 with A - R0 = g held; (sse, u, v) at convergence
-    (a step below NEWTON_TOL, or one that would lower the SSE by less than its rounding), None when it does not converge in MAX_ITER steps. A coordinate at its bound
-    whose descent direction points outward is held, as in :func:`_step`."""
+    (a step below NEWTON_TOL, or one that would lower the SSE by less than its rounding, or a plateau flat to
+    rounding across the box), None when it does not converge in MAX_ITER steps. A coordinate at its bound whose
+    descent direction points outward is held, as in :func:`_step`."""
     lam = 0.0
     here = _sse_derivatives(lx, d, g, u, v)
     for _ in range(MAX_ITER):
@@ -151,8 +152,10 @@ def _newton_fixed_a(lx: np.ndarray, d: np.ndarray, g: float, u: float, v: float,
         det = a11 * a22 - huv * huv
         if hold_u and hold_v:
             return f, u, v
-        if hold_u or hold_v:
-            du, dv = (0.0, -gv / a22 if a22 > 0 else math.nan) if hold_u else (-gu / a11 if a11 > 0 else math.nan, 0.0)
+        if hold_u:
+            du, dv = 0.0, (-gv / a22 if a22 > 0 else math.nan)
+        elif hold_v:
+            du, dv = (-gu / a11 if a11 > 0 else math.nan), 0.0
         elif det > 0 and a11 > 0:
             du, dv = -(a22 * gu - huv * gv) / det, -(a11 * gv - huv * gu) / det
         else:
