@@ -55,8 +55,9 @@ def fit_fast(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace,
     Levenberg-Marquardt only when that does not converge."""
     if start is not None and space.a_lo == space.a_hi:
         scale = float(np.max(x))
+        bounds = _bounds(space, scale, r0)
         found = _newton_fixed_a(np.log(x / scale), np.asarray(y, dtype=float) - r0, space.a_lo - r0,
-                                *_start_uv(start, scale, _bounds(space, scale, r0)), _bounds(space, scale, r0))
+                                *_start_uv(start, scale, bounds), bounds)
         if found is not None:
             return SigmoidParams(A=space.a_lo, B=math.exp(found[2]), C_mid=scale * math.exp(found[1]), sse=found[0])
     fit = fit_batch(x, y, r0, space, np.ones((1, x.size)), start)
