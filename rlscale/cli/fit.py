@@ -7,7 +7,6 @@ listing the metrics found, nothing written).
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -59,7 +58,8 @@ def fit_command(
     a_grid: str = typer.Option("0.45:0.8:0.005", "--a-grid", help="Paper method's A grid LO:HI:STEP."),
     c_mid_grid: Optional[str] = typer.Option(None, "--c-mid-grid", help="Absolute C_mid grid LO:HI:N (default: "
                                              "the paper's 100:40000:100, rescaled to short runs)."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Processes fitting runs in parallel (0: one per CPU)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Processes fitting runs in parallel (0: one per CPU, with "
+                             "at least 100 runs each)."),
 ) -> None:
     """Fit the ScaleRL sigmoid to every run under RESULTS_DIR and compare the variants."""
     from rlscale.cli.console import output_console
@@ -99,7 +99,7 @@ def fit_command(
             for metric in metrics:
                 about = f" ({metric})" if len(metrics) > 1 else ""
                 shown = _progress(err, status, f"under {results_dir} ({n_boot} bootstrap resamples){about}")
-                fitted.append(fit_results(results_dir, replace(settings, y=metric), jobs=jobs or os.cpu_count() or 1,
+                fitted.append(fit_results(results_dir, replace(settings, y=metric), jobs=jobs,
                                           progress=shown))
     except (UsageError, OptionError, SourceError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)

@@ -8,16 +8,25 @@ below their variant's pooled level are fitted again at that level (rlscale.fit.p
 ranking and LOO table (rlscale.fit.compare).
 A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
 ``--x``/``--y`` that no eval line holds (``MetricError``, a ``SourceError``), raises.
+
+The fits and comparisons run with one BLAS thread per process (threadpoolctl): their matrices are at most a
+few hundred evals wide, where BLAS threads only wait on each other, and on a loaded machine that waiting made
+the fit 2-5x slower; ``jobs`` processes are the fit's parallelism. ``jobs`` 0 is one process per CPU, with at
+least RUNS_PER_PROCESS runs each (a worker process spends about a second importing, the fit of a hundred runs
+with their bootstrap). The outputs do not depend on ``jobs``.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import replace
 from itertools import repeat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional
+
+from threadpoolctl import threadpool_limits
 
 from rlscale.fit.compare import compare
 from rlscale.fit.curves import Curve, MetricError, SourceError, load_source
@@ -29,28 +38,36 @@ from rlscale.fit.window import describe_rule
 
 __all__ = ["fit_results", "fit_curves", "write_outputs", "SourceError", "MetricError"]
 
+RUNS_PER_PROCESS = 100
+
 
 def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
                 jobs: int = 1) -> FitResults:
     """Fit every run under ``source`` (a results folder, any depth, or a tidy CSV/parquet file), in
-    ``jobs`` processes. ``progress(done, total)`` is called with 0 once the runs are read, then after each run."""
+    ``jobs`` processes (0: module docstring). ``progress(done, total)`` is called with 0 once the runs are read,
+    then after each run."""
     loaded = load_source(Path(source), settings.x, settings.y)
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
     runs = fit_curves(loaded.curves, settings, progress, jobs)
-    results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
+    with threadpool_limits(limits=1, user_api="blas"):  # the comparisons' fixed-A refits and seed tables too
+        results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
     clean(results)
     return results
 
 
 def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
                jobs: int = 1) -> List[RunFit]:
-    """The RunFit of every curve, in ``jobs`` processes: each fitted once, then the short fits below their
-    variant's pooled residual level fitted again at that level (rlscale.fit.pooled)."""
+    """The RunFit of every curve, in ``jobs`` processes (0: module docstring): each fitted once, then the short
+    fits below their variant's pooled residual level fitted again at that level (rlscale.fit.pooled)."""
+    if jobs == 0:
+        jobs = min(os.cpu_count() or 1, len(curves) // RUNS_PER_PROCESS)
     with ExitStack() as stack:
+        stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
         pool = None
         if jobs > 1 and len(curves) > 1:
-            pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")))
+            pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                           initializer=_one_blas_thread))
 
         def fit_all(chosen: List[Curve], ratios: Iterable[Optional[float]]) -> Iterator[RunFit]:
             if pool is None:
@@ -78,6 +95,11 @@ def write_outputs(results: FitResults, out: Path) -> List[Path]:
     if not any(r.fitted for r in results.runs):
         return []
     return write_files(results, Path(out))
+
+
+def _one_blas_thread() -> None:
+    """A worker's BLAS on one thread for its whole life (module docstring)."""
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def _fit_guarded(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]) -> RunFit:

@@ -13,9 +13,14 @@ one eval; rlscale evaluates every ``trainer.eval_every`` steps, so lags are equa
 parameters are estimated by restricted maximum likelihood (REML): the residuals are projected onto the
 n - 3 directions orthogonal to the fit's Jacobian, which removes the part of the noise the sigmoid's A,
 B and C_mid absorbed (fitting absorbs slow drift, so plain residual autocorrelations underestimate it).
-phi runs over a grid (0 to 0.98); for each phi the likelihood is evaluated over a grid of drift shares
-through one eigendecomposition, with the total variance profiled out. Below MIN_DEGREES residual
-directions (a run of a dozen evals) an AR(1) fit is noise, and the residuals are taken as independent.
+phi runs over a grid (0 to 0.98) and, for each phi, the drift's share of the variance over a grid, with the
+total variance profiled out. Every cell's covariance, a I + b R(phi) with R(phi) the AR(1) correlation
+matrix, has R(phi)'s eigenvectors, which depend on n and phi only: they are computed once per number of
+evals (``_ar1_eigen``), and each cell's restricted likelihood follows from the residuals and the Jacobian
+rotated onto them, through log det Q'VQ = log det V + log det J'V^-1 J - log det J'J and
+r'Q (Q'VQ)^-1 Q'r = r'V^-1 r - r'V^-1 J (J'V^-1 J)^-1 J'V^-1 r (Q the n - 3 directions orthogonal to J),
+all cells of all phi at once. Below MIN_DEGREES residual directions (a run of a dozen evals) an AR(1) fit is
+noise, and the residuals are taken as independent.
 
 ``inflation`` is what the estimated covariance does to the variance of A against the independent-noise
 formula: w' Sigma w / (s^2 w'w), with w the row of (J'J)^-1 J' that gives A and s^2 = SSE / (n - 3); at
@@ -41,6 +46,7 @@ from Sigma.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -49,6 +55,7 @@ from scipy.special import expit
 PHI_GRID = np.concatenate([np.linspace(0.0, 0.9, 19), [0.92, 0.94, 0.96, 0.98]])
 SHARE_GRID = np.linspace(0.0, 1.0, 41)
 DRIFT_GRID = np.concatenate([[0.0], np.geomspace(1e-3, 10.0, 40)])  # drift variance / s^2, white variance known
+EIGEN_CACHE = 4  # numbers of evals whose AR(1) eigenvectors are kept (23 n x n matrices each)
 MIN_DEGREES = 10  # residual directions below which no correlation is estimated (an AR(1) fit to fewer is noise)
 
 
@@ -93,37 +100,54 @@ def estimate_residual_noise(jac: np.ndarray, residuals: np.ndarray, eval_varianc
         white = max(s2, white_floor)
         return ResidualNoise(white=white, drift=0.0, phi=0.0, inflation=white / s2 if s2 > 0 else 1.0,
                              shared=max(0.0, float(eval_variance) - white) if known else 0.0)
-    basis, _ = np.linalg.qr(jac, mode="complete")
-    q = basis[:, jac.shape[1]:]
-    projected = q.T @ residuals
-    lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
     weights = np.linalg.solve(jac.T @ jac, jac.T)[0]
     ww = float(weights @ weights)
     white_fixed = min(float(eval_variance), s2) if known else None
-    loglik = np.empty((PHI_GRID.size, SHARE_GRID.size))
-    total = np.empty_like(loglik)
-    ratio = np.empty_like(loglik)
-    for i, phi in enumerate(PHI_GRID):
-        correlation = phi ** lags
-        values, vectors = np.linalg.eigh(q.T @ correlation @ q)
-        c = (vectors.T @ projected) ** 2
-        wrw = float(weights @ correlation @ weights)
-        if white_fixed is not None:  # drift variance on a grid, white variance known from the eval SE
-            drift = DRIFT_GRID * s2
-            cov = white_fixed + drift[:, None] * values[None, :]
-            loglik[i] = -0.5 * (np.log(cov) + c[None, :] / cov).sum(axis=1)
-            total[i] = white_fixed + drift
-        else:  # total variance profiled out, drift share on a grid
-            shape = np.maximum(SHARE_GRID[:, None] * values[None, :] + (1 - SHARE_GRID[:, None]), 1e-12)
-            total[i] = (c[None, :] / shape).sum(axis=1) / dof
-            loglik[i] = -0.5 * (np.log(shape).sum(axis=1) + dof * np.log(total[i]))
-        drift_i = total[i] - white_fixed if white_fixed is not None else SHARE_GRID * total[i]
-        ratio[i] = (drift_i * wrw + (total[i] - drift_i) * ww) / (s2 * ww)
+    lam, vectors = _ar1_eigen(n)
+    rotated = np.matmul(np.column_stack([residuals, jac, weights]).T, vectors)  # (phi, 5, n): U' [r, J, w]
+    wrw = np.einsum("pi,pi->p", lam, rotated[:, 4] ** 2)  # w' R(phi) w
+    if white_fixed is not None:  # drift variance on a grid, white variance known from the eval SE
+        drift = DRIFT_GRID * s2
+        logdet, quad = _restricted(white_fixed, drift, lam, rotated[:, :4], jac)
+        loglik = -0.5 * (logdet + quad)
+        total = np.broadcast_to(white_fixed + drift, loglik.shape)
+        drift_cells = total - white_fixed
+    else:  # total variance profiled out, drift share on a grid
+        logdet, quad = _restricted(1 - SHARE_GRID, SHARE_GRID, lam, rotated[:, :4], jac)
+        logdet[0], quad[0] = logdet[0, 0], quad[0, 0]  # phi 0: every share is the same covariance, read as no drift
+        total = quad / dof
+        loglik = -0.5 * (logdet + dof * np.log(total))
+        drift_cells = SHARE_GRID * total
+    ratio = (drift_cells * wrw[:, None] + (total - drift_cells) * ww) / (s2 * ww)
     i, k = np.unravel_index(int(np.argmax(loglik)), loglik.shape)
     white = white_fixed if white_fixed is not None else (1 - float(SHARE_GRID[k])) * float(total[i, k])
     return ResidualNoise(white=white, drift=float(total[i, k]) - white, phi=float(PHI_GRID[i]),
                          inflation=max(_averaged(ratio, loglik), 1.0),
                          shared=max(0.0, float(eval_variance) - white) if known else 0.0)
+
+
+def _restricted(a, b: np.ndarray, lam: np.ndarray, rotated: np.ndarray, jac: np.ndarray):
+    """For every phi (rows) and cell (columns) of the covariance V = a I + b R(phi) (``a``, ``b`` scalars or
+    one value per cell; R(phi) = U diag(lam) U', ``rotated`` = U' [r, J]): (log det Q'VQ, r'Q (Q'VQ)^-1 Q'r),
+    the two terms of the restricted likelihood (module docstring). A cell without drift (b = 0) is a I whatever
+    phi: it gets phi = 0's values in every row, so a run without drift reads phi 0."""
+    values = np.broadcast_to(a, b.shape)[None, :, None] + b[None, :, None] * lam[:, None, :]
+    outer = (rotated[:, :, None, :] * rotated[:, None, :, :]).reshape(lam.shape[0], 16, -1)  # (phi, 16, n)
+    gram = np.matmul(1.0 / values, outer.transpose(0, 2, 1)).reshape(*values.shape[:2], 4, 4)  # [r J]'V^-1[r J]
+    jvj, jvr = gram[..., 1:, 1:], gram[..., 1:, 0]
+    quad = gram[..., 0, 0] - np.einsum("pki,pki->pk", jvr, np.linalg.solve(jvj, jvr[..., None])[..., 0])
+    logdet = np.log(values).sum(axis=2) + np.linalg.slogdet(jvj)[1] - np.linalg.slogdet(jac.T @ jac)[1]
+    white_only = np.broadcast_to(b, logdet.shape[1:]) == 0
+    logdet[:, white_only], quad[:, white_only] = logdet[0, white_only], quad[0, white_only]
+    return logdet, quad
+
+
+@lru_cache(maxsize=EIGEN_CACHE)
+def _ar1_eigen(n: int):
+    """The eigenvalues (phi, n) and eigenvectors (phi, n, n) of the AR(1) correlation matrix phi^|i - j| of n
+    evals, for every phi of PHI_GRID."""
+    lags = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    return np.linalg.eigh(PHI_GRID[:, None, None] ** lags[None])
 
 
 def _averaged(ratio: np.ndarray, loglik: np.ndarray) -> float:

@@ -12,17 +12,19 @@ still has a flat profile above A, since later bends fit its points as well, so i
 rather than settling around the low draw (on such runs the residual bootstrap covered A in 65-88 % of the
 runs it called identified). Each end is found by bracketing and bisection on [a_lo, A] and [A, a_hi]; an
 end that reaches the box (SSE at the box edge still within the bound) is the edge itself, and A is then
-not bounded on that side (rlscale.fit.run: not identified).
+not bounded on that side (rlscale.fit.run: not identified). SSE(a) at the values the root finder asks for is
+continued outward from the point estimate's optimum (rlscale.fit.fast.FixedAProfile), not searched afresh:
+the same values as :func:`profile_sse` to 1e-6 or better, at a small part of its cost (bench/fit_bench.py).
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import f as f_dist
 
-from rlscale.fit.fast import fit_fast
+from rlscale.fit.fast import FixedAProfile, fit_fast
 from rlscale.fit.forms import SigmoidParams
 from rlscale.fit.space import SearchSpace
 
@@ -42,14 +44,26 @@ def sse_bound(point: SigmoidParams, n: int, inflation: float, level: float) -> f
 
 def profile_interval_a(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams,
                        inflation: float, level: float) -> Tuple[float, float]:
-    """(lo, hi) of A (module docstring)."""
+    """(lo, hi) of A (module docstring). SSE(a) is :func:`profile_sse`'s, continued from the optimum at the
+    nearest A already evaluated between the point estimate and a (rlscale.fit.fast.FixedAProfile: outward from
+    the point, never back from an A farther out, whose optimum may sit in another basin), each A evaluated
+    once."""
     bound = sse_bound(point, x.size, inflation, level)
-    at_point = profile_sse(x, y, r0, space, point.A)
-
-    def excess(a: float) -> float:
-        return profile_sse(x, y, r0, space, a) - bound
+    profile = FixedAProfile(x, y, r0, space)
+    values: Dict[float, float] = {}
 
     def end(edge: float) -> float:
+        optima = [(point.A, profile.start_of(point))]  # the A values of this side so far and their optima
+
+        def excess(a: float) -> float:
+            if a not in values:
+                inward = [known for known in optima if (known[0] - a) * (known[0] - point.A) <= 0]
+                start = min(inward, key=lambda known: abs(known[0] - a))[1]
+                values[a], optimum = profile.sse(a, start)
+                optima.append((a, optimum))
+            return values[a] - bound
+
+        at_point = excess(point.A) + bound
         if abs(edge - point.A) < TOLERANCE or excess(edge) <= 0:
             return edge
         if at_point >= bound:  # a noise-free curve: no width beyond the search's own precision
