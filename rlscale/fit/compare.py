@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from rlscale.fit.forms import SigmoidParams
+from rlscale.fit.misfit import misfit_note
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.differences import Pooled
 from rlscale.fit.pairing import SeedTable, Values
@@ -71,6 +72,13 @@ class VariantFit:
         if len(self.runs) == 1:
             return reason
         return f"no seed of {len(self.runs)}: seed {self.runs[0].seed}: {reason}"
+
+    @property
+    def misfits(self) -> str:
+        """What the comparisons say of the variant's seeds whose curve is not a sigmoid (rlscale.fit.misfit):
+        "compared on A although seed 2's curve is not a sigmoid (...)" ("" when every seed passed)."""
+        notes = [misfit_note(r) for r in self.seeds_in_a if r.misfit]
+        return f"compared on A although {'; '.join(notes)}" if notes else ""
 
     @property
     def left_out(self) -> str:
@@ -249,8 +257,7 @@ def _rank_row(name: str, sweep: Sweep, v: VariantFit, rank: int, a_tiers: List[L
     row = ComparisonRow(kind="rank", sweep=name, variant=v.variant, rank=rank, A=v.A, B=v.B, C_mid=v.C_mid,
                         tie=len(b_tier) > 1, family_size=fam.size, correction=fam.method)
     notes = [f"{len(v.seeds_in_a)} seeds"] if len(v.seeds_in_a) > 1 else ["one seed"]
-    if v.left_out:
-        notes.append(v.left_out)
+    notes += [n for n in (v.left_out, v.misfits) if n]
     reference = a_tier[0] if v is not a_tier[0] else (a_tiers[t - 1][0] if t else None)
     if reference is not None:
         d_a = sweep.d_a(v, reference)
@@ -295,7 +302,7 @@ def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noise: Optiona
             continue
         row = ComparisonRow(kind="loo", sweep=name, variant=variant, axis=axis, A=v.A, B=v.B, C_mid=v.C_mid,
                             A_fixed=a_fixed, B_fixed=v.b_at(a_fixed, s))
-        row.note = v.unidentified or v.left_out
+        row.note = v.unidentified or "; ".join(n for n in (v.left_out, v.misfits) if n)
         if base is None:
             row.note = f"base {base_name!r} has no ok fit"
         elif variant == base_name:

@@ -276,3 +276,16 @@ def test_paper_method_end_to_end_with_small_grids(tmp_path):
     assert runs["a"].A_lo is not None
     rank = [c for c in fitted.comparison if c.kind == "rank"]
     assert rank[0].A_fixed == pytest.approx(0.605) and rank[0].variant == "a"
+
+
+def test_a_variant_compared_on_a_curve_that_is_not_a_sigmoid_says_so():
+    from rlscale.fit.compare import VariantFit
+    from rlscale.fit.schema import RunFit
+
+    def run(seed, misfit=""):
+        return RunFit(sweep="s", variant="v", seed=seed, status="ok", A=0.6, B=2.0, C_mid=1.0, A_identified=True,
+                      misfit=misfit)
+
+    assert VariantFit("s", "v", [run(0), run(1)]).misfits == ""
+    stepped = VariantFit("s", "v", [run(0), run(1, "step change near C = 1.1e+04")])
+    assert stepped.misfits == "compared on A although seed 1's curve is not a sigmoid (step change near C = 1.1e+04)"
