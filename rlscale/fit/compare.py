@@ -314,6 +314,17 @@ def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noise: Optiona
     return rows
 
 
+def table_family(rows: List[ComparisonRow], settings: FitSettings) -> str:
+    """The family line of one table's rows (all of one kind, "rank" or "loo"): what it compares, how many
+    comparisons, the correction and the level left to each; "" when the table made no comparison."""
+    sizes = [r.family_size for r in rows if r.family_size]
+    if not sizes:
+        return ""
+    if rows[0].kind == "loo":
+        return loo_family(sizes[0] // 2, settings).describe()
+    return ranking_family(sizes[0] // 2 + 1, settings).describe()
+
+
 def loo_family(axes: int, settings: FitSettings) -> Family:
     """The comparisons of a LOO table: each of ``axes`` reversions against the base, in A (ceiling) and in B
     at the fixed A (efficiency): Holm over 2 x axes (rlscale.fit.family)."""

@@ -18,7 +18,7 @@ from typing import List, Optional
 from rich.console import Console
 from rich.table import Table
 
-from rlscale.fit.compare import loo_family, ranking_family
+from rlscale.fit.compare import table_family
 from rlscale.fit.forecast import best_text, summarize
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
@@ -54,19 +54,14 @@ def render(results: FitResults, console: Console) -> None:
         if noise is not None and noise.flagged:
             console.print(printable(f"{sweep or 'runs'}: {noise.describe()}"), style="yellow", markup=False,
                           highlight=False)
-        ranked = [c for c in rows if c.kind == "rank"]
-        console.print(_ranking_table(sweep, ranked, results))
-        sizes = [c.family_size for c in ranked if c.family_size]
-        if sizes:
-            console.print(f"  ranking: {ranking_family(sizes[0] // 2 + 1, s).describe()}", markup=False,
-                          highlight=False)
-        loo = [c for c in rows if c.kind == "loo"]
-        if loo:
-            console.print(_loo_table(sweep, loo, s))
-            sizes = [c.family_size for c in loo if c.family_size is not None]
-            if sizes:
-                console.print(f"  leave-one-out: {loo_family(sizes[0] // 2, s).describe()}", markup=False,
-                              highlight=False)
+        for kind, label in (("rank", "ranking"), ("loo", "leave-one-out")):
+            table = [c for c in rows if c.kind == kind]
+            if not table:
+                continue
+            console.print(_ranking_table(sweep, table, results) if kind == "rank" else _loo_table(sweep, table, s))
+            line = table_family(table, s)
+            if line:
+                console.print(f"  {label}: {line}", markup=False, highlight=False)
     pairing = "paired by seed where variants share seeds, else" if s.paired else "unpaired:"
     console.print(f"method {s.method}; x = {axis_label(s.x)} ({s.x}), y = {s.y}; cutoff: {s.cutoff_rule}; "
                   f"{s.ci_level:.0%} intervals: A of a run from its profile (widened for correlated residuals and "

@@ -14,6 +14,7 @@ from typing import Dict, Tuple
 
 import jinja2
 
+from rlscale.fit.compare import table_family
 from rlscale.fit.schema import axis_label
 from rlscale.plan.confirm_view import confirm_title, difference_text, holm_text, pair_text, runs_text
 from rlscale.plan.planner import EXTRAPOLATION_LIMIT
@@ -21,7 +22,7 @@ from rlscale.plan.view import new_seeds_header, new_seeds_text, notes as plan_no
 from rlscale.report.extrapolation import extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.model import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
-from rlscale.report.ranking import by_seed, details, notes, points_text, rank_text
+from rlscale.report.ranking import by_seed, details, notes, p_text, points_text, rank_text
 from rlscale.report.summary import summarize
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -37,7 +38,8 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
     env.globals.update(by_seed=by_seed, details=details, notes=notes, points_text=points_text, rank_text=rank_text,
                        plan_notes=plan_notes, plan_title=plan_title, new_seeds_header=new_seeds_header,
                        new_seeds_text=new_seeds_text, confirm_title=confirm_title, difference_text=difference_text,
-                       holm_text=holm_text, pair_text=pair_text, runs_text=runs_text)
+                       holm_text=holm_text, pair_text=pair_text, runs_text=runs_text, p_text=p_text,
+                       table_family=table_family)
     uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
     return env.get_template("report.html.j2").render(
         report=report, summaries=summarize(report), extrapolation=extrapolation_check(report), images=uris,

@@ -19,7 +19,7 @@ from rlscale.report.model import RunView, VariantView
 # Fields of a comparison row that the tables show in their own cells, or that say which row it is.
 SHOWN = frozenset({"kind", "sweep", "variant", "rank", "tie", "axis", "A", "B", "C_mid", "A_fixed", "B_fixed",
                    "dA", "dA_lo", "dA_hi", "dB", "dB_lo", "dB_hi", "interval_source", "verdict", "reason",
-                   "needs", "note"})
+                   "needs", "note", "p_value", "p_adjusted", "family_size", "correction"})
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,17 @@ def _differences(row: Optional[ComparisonRow]) -> str:
     text = f"\u0394A {signed_ci(row.dA, row.dA_lo, row.dA_hi)}"
     if row.dB is not None:
         text += f", \u0394B {signed_ci(row.dB, row.dB_lo, row.dB_hi, 2)}"
-    return text + (f" ({row.interval_source})" if row.interval_source else "")
+    return text + (f" ({row.interval_source})" if row.interval_source else "") + p_text(row)
+
+
+def p_text(row: Optional[ComparisonRow]) -> str:
+    """", p 0.065 alone, 0.52 after Bonferroni over 8" (rlscale.fit.family); "" without a p-value."""
+    if row is None or row.p_value is None:
+        return ""
+    if row.correction in ("", "none") or row.p_adjusted is None:
+        return f", p {row.p_value:.2g}"
+    rule = "Holm" if row.correction == "holm" else "Bonferroni"
+    return f", p {row.p_value:.2g} alone, {row.p_adjusted:.2g} after {rule} over {row.family_size}"
 
 
 def _fit_notes(run: RunView) -> List[Note]:

@@ -122,7 +122,8 @@ def test_verdicts_show_their_intervals_and_the_flags(tmp_path):
                           verdict="unresolved", reason="A not identified", needs="more compute"),
             ComparisonRow(kind="loo", sweep="loo-0", variant="other", axis="loss", dA=-0.061, dA_lo=-0.075,
                           dA_hi=-0.047, dB=0.1, dB_lo=-0.2, dB_hi=0.4, interval_source="paired n=3",
-                          verdict="lower ceiling"),
+                          verdict="lower ceiling", p_value=0.0012, p_adjusted=0.0048, family_size=4,
+                          correction="holm"),
             ComparisonRow(kind="rank", sweep="loo-0", variant=loo[0].variant, rank=1, tie=True, A=0.6)]
     report = load_report(root, FitResults(fits.settings, runs, [c for c in fits.comparison if c.kind != "loo"] + rows))
     summary = next(s for s in summarize(report) if s.name == "loo-0")
@@ -131,7 +132,9 @@ def test_verdicts_show_their_intervals_and_the_flags(tmp_path):
     html = write_report(report, html=tmp_path / "report.html").html.read_text()
     for text in ("unresolved (A not identified): more compute", "+0.031 [-0.004, +0.066]", "-0.061 [-0.075, -0.047]",
                  "paired n=3", "bootstrap", str(escape(summary.noise.describe())), "A not identified: A&#39;s",
-                 "GPU-hours (measured)", "1= <span class=\"tie\">tie</span>"):
+                 "GPU-hours (measured)", "1= <span class=\"tie\">tie</span>", "p 0.0012 alone, 0.0048 after Holm over 4",
+                 "Leave-one-out: Holm over 4 comparisons (2 reverted axes against the base, each in ceiling and in "
+                 "efficiency): any false finding in the table at most 5%"):
         assert text in html, text
     console = Console(record=True, width=250)
     print_summary(report, console)
