@@ -17,6 +17,7 @@ from rlscale.runfolder.names import printable, shown
 from rlscale.sweep.detach import streams_detached
 from rlscale.sweep.memory_table import memory_table
 from rlscale.sweep.prune import advance, pruning_summary
+from rlscale.sweep.selection import parse_only, parse_seeds
 from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.table import progress_table, specs_table, summary, variants_table, watch
@@ -28,7 +29,10 @@ def sweep_command(
     overrides: List[str] = typer.Argument(None, help="conf=NAME (a spec of --config-dir DIR/sweeps/, ./sweeps/ "
                                           "or the packaged ones; or a .yaml path), then "
                                           "Hydra overrides applied to every variant, e.g. launcher=slurm"),
-    seeds: Optional[int] = typer.Option(None, "--seeds", help="N runs per variant (<variant>_s<k>, seed=k)"),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="N runs per variant (<variant>_s<k>, seed=k for k "
+                                        "= 0..N-1), or the seeds themselves: 10,11,12 or 10-12"),
+    only: Optional[str] = typer.Option(None, "--only", help="train only these variants (comma-separated names; "
+                                       "the sweep's other runs are left as they are)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the variants, write the configs and "
                                  "<sbatch-dir>/<sweep>/*.sbatch, submit nothing"),
     prompt_tokens: int = typer.Option(DEFAULT_PROMPT_TOKENS, "--prompt-tokens", min=1,
@@ -57,10 +61,10 @@ def sweep_command(
     if list_specs:
         console.print(specs_table(), markup=False)
         return
-    request = SweepRequest(args=tuple(overrides or ()), seeds=seeds, force=force, results=results, prune=prune,
-                           resume_pruned=resume_pruned)
     with ExitStack() as held:
         try:
+            request = SweepRequest(args=tuple(overrides or ()), seeds=parse_seeds(seeds), only=parse_only(only),
+                                   force=force, results=results, prune=prune, resume_pruned=resume_pruned)
             plan = plan_sweep(request)  # validates every variant; writes nothing
             held.enter_context(FolderLock(plan.sweep_dir, "sweep folder"))  # until the sweep is watched to its end
             plan = decide(plan.spec, plan.sweep_dir, plan.runs, plan.cli, request)

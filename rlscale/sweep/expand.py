@@ -2,14 +2,16 @@
 
 With one seed a run's folder is the variant's name and its seed is the config's; with N seeds each
 variant gets N runs ``<variant>_s<k>`` with ``seed=k`` (k = 0..N-1), the independent runs the paper
-uses to bound the fit's error on A (App. A.7).
+uses to bound the fit's error on A (App. A.7). Seeds chosen by value and a subset of the variants come from
+rlscale.sweep.selection (``--seeds 10-12``, ``--only``).
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
+from rlscale.sweep.selection import SeedChoice, pick_variants
 from rlscale.sweep.spec import SpecError, SweepSpec, check_name
 
 
@@ -17,7 +19,7 @@ from rlscale.sweep.spec import SpecError, SweepSpec, check_name
 class Run:
     """One run of a sweep. ``overrides`` are the variant's own (applied after the sweep's common ones);
     ``axis`` is the LOO axis reverted (None for the base and for non-LOO sweeps; the varied keys of a
-    grid cell); ``seed`` is set only when the sweep has several seeds."""
+    grid cell); ``seed`` is set only when the sweep has several seeds or chosen ones."""
 
     variant: str
     name: str
@@ -62,17 +64,19 @@ def _variants(spec: SweepSpec) -> List[Tuple[str, str, Tuple[str, ...], Optional
     return [base] + rest
 
 
-def expand(spec: SweepSpec, seeds: Optional[int] = None) -> List[Run]:
-    """Every run of the sweep. ``seeds`` (the ``--seeds`` option) replaces the spec's ``seeds``."""
-    n_seeds = spec.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise SpecError(f"--seeds: must be >= 1, got {n_seeds}")
+def expand(spec: SweepSpec, seeds: Union[int, SeedChoice, None] = None,
+           only: Optional[Tuple[str, ...]] = None) -> List[Run]:
+    """Every run of the sweep, or of the variants ``only`` names. ``seeds`` (the ``--seeds`` option: a
+    count or a SeedChoice) replaces the spec's ``seeds``."""
+    choice = seeds if isinstance(seeds, SeedChoice) else SeedChoice.count(spec.seeds if seeds is None else seeds)
+    variants = _variants(spec)
+    kept = pick_variants([v[0] for v in variants], only, spec.path)
     runs: List[Run] = []
-    for name, config, overrides, axis in _variants(spec):
-        if n_seeds == 1:
+    for name, config, overrides, axis in (v for v in variants if v[0] in kept):
+        if not choice.named:
             runs.append(Run(variant=name, name=name, config=config, overrides=overrides, axis=axis, seed=None))
             continue
-        for k in range(n_seeds):
+        for k in choice.values:
             runs.append(Run(variant=name, name=check_name(f"{name}_s{k}", f"{spec.path}: run"), config=config,
                             overrides=overrides, axis=axis, seed=k))
     names = [r.name for r in runs]

@@ -21,6 +21,7 @@ from rlscale.sweep.dispatch import alive, local_lanes, submit
 from rlscale.sweep.expand import expand
 from rlscale.sweep.prune import PruningConfig, resume_pruned
 from rlscale.sweep.resolve import ResolvedRun, resolve_runs, results_root
+from rlscale.sweep.selection import SeedChoice
 from rlscale.sweep.sbatch import check_launcher, render_sbatch, script_path
 from rlscale.sweep.spec import SpecError, SweepSpec, find_spec, load_spec, split_cli
 from rlscale.sweep.state import (SweepRecord, clear_run, config_conflict, has_progress, new_record, planned_steps,
@@ -36,11 +37,12 @@ class SubmissionFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class SweepRequest:
-    """What the user asked: ``conf=NAME`` and Hydra overrides, ``--seeds``, ``--force``, ``--results``,
-    ``--prune``, ``--resume-pruned``."""
+    """What the user asked: ``conf=NAME`` and Hydra overrides, ``--seeds`` (None: the spec's count), ``--only``,
+    ``--force``, ``--results``, ``--prune``, ``--resume-pruned``."""
 
     args: Tuple[str, ...]
-    seeds: Optional[int] = None
+    seeds: Optional[SeedChoice] = None
+    only: Optional[Tuple[str, ...]] = None
     force: bool = False
     results: Path = Path("results")
     prune: bool = False
@@ -71,7 +73,7 @@ def plan_sweep(request: SweepRequest) -> SweepPlan:
     """Expand and validate every variant, then decide what to submit; reads the disk, writes nothing."""
     conf, cli = split_cli(list(request.args))
     spec = load_spec(find_spec(conf))
-    runs = resolve_runs(spec, expand(spec, request.seeds), cli, request.results)
+    runs = resolve_runs(spec, expand(spec, request.seeds, request.only), cli, request.results)
     for run in runs:
         try:
             check_launcher(run.cfg.launcher)
@@ -99,7 +101,8 @@ def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple
     """What to submit, decided from the disk as it is now (``rlscale sweep`` decides again once it holds
     the sweep folder's lock, so two sweeps never both submit a run)."""
     previous = read_record(sweep_dir)
-    record = new_record(spec, runs, cli, request.seeds or spec.seeds, previous)
+    record = new_record(spec, runs, cli, len(request.seeds.values) if request.seeds else spec.seeds,
+                        previous)
     pruning = None
     if request.prune or spec.pruning not in (None, False):
         pruning = PruningConfig.parse(True if spec.pruning is None else spec.pruning, f"{spec.path}: field 'pruning'")
