@@ -113,7 +113,7 @@ def _multirun(overrides: List[str], config_name: str, force: bool, name: str, re
         raise typer.Exit(2)
     try:
         sweep_command([f"conf={spec}"], seeds=seeds, dry_run=dry_run, detach=False, force=force, results=results,
-                      prune=False, resume_pruned=False, config_dir=None, list_specs=False, sbatch_dir=None,
+                      only=None, prune=False, resume_pruned=False, config_dir=None, list_specs=False, sbatch_dir=None,
                       prompt_tokens=DEFAULT_PROMPT_TOKENS)
     except typer.Exit as refused:
         if new and refused.exit_code == 2:  # the grid did not validate: its spec goes too
