@@ -28,6 +28,7 @@ def _signed(value: float) -> str:
 def tables(label: str, confirm: dict) -> List[str]:
     """The markdown lines of one confirm.json: a settings table and a pairs table per sweep."""
     lines: List[str] = []
+    level = f"{confirm['ci_level'] * 100:g}"
     for sweep in confirm["sweeps"]:
         by_variant = {}
         for run in sweep["runs"]:
@@ -35,8 +36,7 @@ def tables(label: str, confirm: dict) -> List[str]:
                 by_variant.setdefault(run["variant"], []).append(run)
         lines += [f"**{label}** (`{confirm['plan']}`), sweep {sweep['sweep']} at C = {sweep['budget']:.3g}: "
                   f"{sweep['tiers']}", "",
-                  f"| setting | plan tier | predicted | {confirm['ci_level'] * 100:g} % prediction, mean of the new seeds "
-                  "| observed mean "
+                  f"| setting | plan tier | predicted | {level} % prediction, mean of the new seeds | observed mean "
                   "(per seed) | verdict | tier held |",
                   "|---|---|---|---|---|---|---|"]
         for s in sweep["settings"]:
@@ -48,8 +48,7 @@ def tables(label: str, confirm: dict) -> List[str]:
             lines.append(f"| {s['variant']} | {s['tier']} | {s['predicted']:.3f} | {_interval(s['lo'], s['hi'])} | "
                          f"{observed} | {s['verdict']} | {s['tier_verdict'] or '-'} |")
         if sweep["pairs"]:
-            lines += ["", f"| pair (plan) | observed difference [{confirm['ci_level'] * 100:g} % CI] | order | test (Holm) "
-                      "| verdict |",
+            lines += ["", f"| pair (plan) | observed difference [{level} % CI] | order | test (Holm) | verdict |",
                       "|---|---|---|---|---|"]
             for p in sweep["pairs"]:
                 relation = ">" if p["planned"] == "ahead" else "="
