@@ -25,9 +25,13 @@ its t-test rejects 0 under Holm's step-down over all the pairs of the sweep comp
 1 - ci_level). A pair the plan put in different tiers ``held`` (observed in the plan's order, resolved),
 is ``reversed`` (resolved the other way) or ``unresolved``; a pair the plan tied is ``within margin`` (the
 observed interval inside +- margin), ``separated`` (resolved and beyond the margin, the plan's rule of a
-separation) or ``unresolved``. A setting's tier ``held`` when all its pairs held or stayed within the margin,
-``not held`` when one reversed or separated, else ``unresolved``; the sweep's tiers likewise (``tiers held``,
-``tiers not held``, ``tiers unresolved``; ``tiers not compared`` with fewer than two settings observed).
+separation) or ``unresolved``. A tie is the plan's "not resolved", not a claim that the settings are equal, so
+a tie that the new runs separate does not contradict it: it was coarser than the new runs can tell. A setting's
+tier is ``not held`` when one of its pairs reversed, ``unresolved`` when a pair the plan separated is not resolved
+by the new runs, ``refined`` when every separation held and a tie separated, ``held`` when every separation held
+and every tie stayed within the margin or unresolved (with at least one pair held or within the margin), else
+``unresolved``; the sweep's tiers likewise (``tiers held``, ``tiers not held``, ``tiers unresolved``, ``tiers
+refined``; ``tiers not compared`` with fewer than two settings observed).
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ NEW_SEED, EXTENDED, SEEN, NOT_REACHED, DUPLICATE = (
     "new seed", "extended", "seen seed: not new evidence", "not reached", "duplicate: left out")
 HIT, MISS, NO_INTERVAL, NO_RUNS = "hit", "miss", "no interval", "no new runs"
 HELD, REVERSED, UNRESOLVED, WITHIN, SEPARATED = "held", "reversed", "unresolved", "within margin", "separated"
-NOT_HELD = "not held"
+NOT_HELD, REFINED = "not held", "refined"
 AHEAD, TIED = "ahead", "tied"
 EVIDENCE = (NEW_SEED, EXTENDED)
 _TOP_KEYS = ("x", "margin", "ci_level")
@@ -252,12 +256,16 @@ def _pair(p: dict, q: dict, d: Difference, p_value: Optional[float], resolved: b
 
 
 def _tier_verdict(pairs: List[PairCheck]) -> str:
-    """held, not held or unresolved over ``pairs`` (module docstring); "" without any."""
+    """held, not held, unresolved or refined over ``pairs`` (module docstring); "" without any."""
     if not pairs:
         return ""
-    if any(p.verdict in (REVERSED, SEPARATED) for p in pairs):
+    if any(p.verdict == REVERSED for p in pairs):
         return NOT_HELD
-    return HELD if all(p.verdict in (HELD, WITHIN) for p in pairs) else UNRESOLVED
+    if any(p.planned == AHEAD and p.verdict != HELD for p in pairs):
+        return UNRESOLVED
+    if any(p.verdict == SEPARATED for p in pairs):
+        return REFINED
+    return HELD if any(p.verdict in (HELD, WITHIN) for p in pairs) else UNRESOLVED
 
 
 def _sweep_tiers(pairs: List[PairCheck]) -> str:

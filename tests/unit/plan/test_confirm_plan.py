@@ -141,3 +141,18 @@ def test_new_seeds_fall_in_the_prediction_interval_at_about_its_level(tmp_path):
         moved += sum(s["verdict"] == "miss" for s in settings.values())
         assert plan["sweeps"][0]["variants"][0]["new_seeds"]["k"] == 3
     assert 20 <= hits <= 24 and moved == 24, (hits, moved)
+
+
+def test_a_tie_the_new_runs_separate_refines_the_tiers_and_a_reversal_breaks_them():
+    from rlscale.fit.schema import Difference
+    from rlscale.plan.confirm import AHEAD, TIED, PairCheck, _tier_verdict
+
+    def pair(planned, verdict):
+        return PairCheck("a", "b", planned, Difference(0.05, 0.03, 0.07, "seeds n=3"), "same", 0.001, True, verdict)
+
+    assert _tier_verdict([pair(AHEAD, "held"), pair(TIED, "within margin")]) == "held"
+    assert _tier_verdict([pair(AHEAD, "held"), pair(TIED, "separated")]) == "refined"
+    assert _tier_verdict([pair(TIED, "separated"), pair(TIED, "separated")]) == "refined"
+    assert _tier_verdict([pair(AHEAD, "unresolved"), pair(TIED, "separated")]) == "unresolved"
+    assert _tier_verdict([pair(AHEAD, "reversed"), pair(TIED, "within margin")]) == "not held"
+    assert _tier_verdict([pair(TIED, "unresolved")]) == "unresolved"
