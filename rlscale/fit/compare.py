@@ -26,8 +26,8 @@ from rlscale.fit.noise import eval_noise
 from rlscale.fit.differences import Pooled
 from rlscale.fit.pairing import SeedTable, Values
 from rlscale.fit.ranking import tiers
-from rlscale.fit.run import refit_with_a
-from rlscale.fit.schema import (BASE, MORE_COMPUTE, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
+from rlscale.fit.run import TOO_FEW_EVALS, refit_with_a
+from rlscale.fit.schema import (BASE, MORE_COMPUTE, MORE_EVALS, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
                                 EvalNoise, FitSettings, RunFit)
 from rlscale.fit.family import NO_CORRECTION, Family, adjusted, family
 from rlscale.fit.verdicts import (Decisions, Resolution, ceiling_p, ceiling_resolved, efficiency_p,
@@ -236,7 +236,7 @@ def _ranking(name: str, sweep: Sweep, failed: List[str]) -> List[ComparisonRow]:
     for v in sweep.members:
         if v.unidentified:
             rows.append(ComparisonRow(kind="rank", sweep=name, variant=v.variant, A=v.A, B=v.B, C_mid=v.C_mid,
-                                      reason=NOT_IDENTIFIED, needs=MORE_COMPUTE,
+                                      reason=NOT_IDENTIFIED, needs=_needs(MORE_COMPUTE, v),
                                       note=f"not ranked: {v.unidentified}"))
     rows += [ComparisonRow(kind="rank", sweep=name, variant=n, note="no ok fit") for n in failed]
     return rows
@@ -287,8 +287,9 @@ def _loo(name: str, entries: List[Tuple[str, str]], sweep: Sweep, noise: Optiona
     base_name = entries[0][0]
     pooled = [r for v in sweep.identified for r in v.seeds_in_a]
     if not pooled:
-        return [ComparisonRow(kind="loo", sweep=name, variant=n, axis=ax, verdict=UNRESOLVED, reason=NOT_IDENTIFIED,
-                              needs=MORE_COMPUTE, note="no run of the sweep has an identified A")
+        return [ComparisonRow(kind="loo", sweep=name, variant=n, axis=ax, A=by_name[n].A, B=by_name[n].B,
+                              C_mid=by_name[n].C_mid, verdict=UNRESOLVED, reason=NOT_IDENTIFIED,
+                              needs=_needs(MORE_COMPUTE, by_name[n]), note="no run of the sweep has an identified A")
                 if n in by_name else ComparisonRow(kind="loo", sweep=name, variant=n, axis=ax, note="no ok fit")
                 for n, ax in entries]
     a_fixed = statistics.fmean(r.A for r in pooled)
@@ -399,7 +400,15 @@ def _loo_verdict(t: _LooTest, sweep: Sweep, base: VariantFit, a_fixed: float, no
         eval_share=share)
     found = verdict(t.d_a, t.d_b, t.d_b_free, s.margin, row.margin_B, not (v.unidentified or base.unidentified),
                     resolution, decisions)
-    row.verdict, row.reason, row.needs = found.verdict, found.reason, found.needs
+    row.verdict, row.reason, row.needs = found.verdict, found.reason, _needs(found.needs, v, base)
+
+
+def _needs(needs: str, *variants: VariantFit) -> str:
+    """What resolves a row: more evals per run (or more compute) where a variant's A is not identified because
+    its runs have too few fitted evals, else ``needs`` as the verdict gave it."""
+    if needs == MORE_COMPUTE and any(TOO_FEW_EVALS in v.unidentified for v in variants):
+        return MORE_EVALS
+    return needs
 
 
 def _set_p(row: ComparisonRow, p: float, fam: Family) -> None:

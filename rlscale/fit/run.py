@@ -93,6 +93,7 @@ FLAT_SIGMAS = 2.0
 BEND_FRACTION = 0.5
 EXTRAP_EVALS = 3
 INTERVAL_OPEN = "A's interval reaches"
+TOO_FEW_EVALS = "too few to tell a drift of the reward from a plateau"
 
 
 def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float] = None) -> RunFit:
@@ -257,8 +258,7 @@ def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace, within: Option
     if at_edge(run.A):
         return f"A at the edge of its range [{space.a_lo:g}, {space.a_hi:g}]"
     if x.size - N_PARAMS < MIN_DEGREES:
-        return (f"{x.size} fitted evals: too few to tell a drift of the reward from a plateau (needs "
-                f">= {MIN_DEGREES + N_PARAMS})")
+        return f"{x.size} fitted evals: {TOO_FEW_EVALS} (needs >= {MIN_DEGREES + N_PARAMS})"
     reached = float(sigmoid(x[-1], 0.0, 1.0, run.B, run.C_mid))
     if reached < BEND_FRACTION:
         return (f"the run ends before its curve bends: {reached:.0%} of the rise at the last fitted point "

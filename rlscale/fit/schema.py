@@ -42,6 +42,7 @@ SEED_SPREAD = "seed spread"
 ONE_SEED = "one seed"
 CEILING_OR_EFFICIENCY = "dB resolved but not the free fits' B"
 MORE_COMPUTE, MORE_SEEDS, MORE_EVAL_PROMPTS = "more compute", "more seeds", "more distinct eval prompts"
+MORE_EVALS = "more evals per run (a smaller trainer.eval_every), or more compute"
 MULTIPLE_COMPARISONS = "multiple comparisons"
 REASONS = (NOT_IDENTIFIED, ONE_SEED, MULTIPLE_COMPARISONS, EVAL_NOISE, SEED_SPREAD, CEILING_OR_EFFICIENCY)
 

@@ -120,10 +120,12 @@ def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -
 def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
     a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
     band = next((c.margin_B for c in rows if c.margin_B is not None), None)
-    table = Table(title=f"{shown(sweep)}: leave-one-out, B refit with A fixed at the mean of identified runs "
-                        f"{_f(a_fixed, '.3f')}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and the free fits' B), "
-                        f"each with an interval excluding 0 at the level the table's family leaves it (below); within margin: dA inside +-{s.margin:g} "
-                        f"and dB inside +-{_f(band, '.2f')} ({s.margin_b:.0%} of the base's B)")
+    fixed = (f"B refit with A fixed at the mean of identified runs {a_fixed:.3f}" if a_fixed is not None else
+             "no run's A is identified, so no B at a fixed A")
+    band_text = f"+-{band:.2f} ({s.margin_b:.0%} of the base's B)" if band is not None else f"{s.margin_b:.0%} of the base's B"
+    table = Table(title=f"{shown(sweep)}: leave-one-out, {fixed}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and "
+                        "the free fits' B), each with an interval excluding 0 at the level the table's family leaves "
+                        f"it (below); within margin: dA inside +-{s.margin:g} and dB inside {band_text}")
     for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "p alone/adj", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]", "p alone/adj") else "left")
     for c in rows:
