@@ -52,9 +52,9 @@ sigmoid case of Part 1 and 1b (pooled), the family-wise false-finding rate <= 5 
 every case at 1, 3 and 5 seeds, and dA = -0.06 found >= 90 % at 3 and 5 seeds with seed sd 0.012 shared; a
 target is met when the measured rate is (the interval says how firmly).
 Deterministic (seeded by case name); one BLAS thread (set before numpy is imported, unless the environment
-says otherwise); prints the process CPU time. The default takes about 10 CPU-minutes, --quick about 1.
+says otherwise); prints the process CPU time. The default takes about 10 CPU-minutes (2-core AMD EPYC), --quick about 20 CPU-seconds.
 
-    python bench/verdict_bench.py [--runs 200] [--sweeps 100] [--n-boot 20] [--quick]
+    python bench/verdict_bench.py [--runs 200] [--sweeps 150] [--n-boot 20] [--quick]
                                   [--out bench/results/verdict_bench.md]
 """
 from __future__ import annotations
@@ -359,11 +359,11 @@ COLUMNS = ("| case | runs | identified | coverage of A, identified [95 % interva
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="runs per case of Part 1")
-    parser.add_argument("--sweeps", type=int, default=100, help="LOO sweeps per case of Part 2")
+    parser.add_argument("--sweeps", type=int, default=150, help="LOO sweeps per case of Part 2")
     parser.add_argument("--null-axes", type=int, default=NULL_AXES)
     parser.add_argument("--n-boot", type=int, default=20, help="bootstrap resamples (B's interval only)")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke run (about a minute): 12 runs per case, 8 sweeps, 1 and 3 seeds")
+                        help="smoke run (about 20 CPU-seconds): 12 runs per case, 8 sweeps, 1 and 3 seeds")
     parser.add_argument("--out", type=Path, default=None, help="also write the tables here (markdown)")
     args = parser.parse_args()
     seeds = (1, 3) if args.quick else SEEDS
