@@ -52,7 +52,8 @@ sigmoid case of Part 1 and 1b (pooled), the family-wise false-finding rate <= 5 
 every case at 1, 3 and 5 seeds, and dA = -0.06 found >= 90 % at 3 and 5 seeds with seed sd 0.012 shared; a
 target is met when the measured rate is (the interval says how firmly).
 Deterministic (seeded by case name); one BLAS thread (set before numpy is imported, unless the environment
-says otherwise); prints the process CPU time. The default takes about 10 CPU-minutes (2-core AMD EPYC), --quick about 20 CPU-seconds.
+says otherwise); prints the process CPU time. The default takes about 10 CPU-minutes (2-core AMD EPYC), --quick
+about 20 CPU-seconds.
 
     python bench/verdict_bench.py [--runs 200] [--sweeps 150] [--n-boot 20] [--quick]
                                   [--out bench/results/verdict_bench.md]
