@@ -48,9 +48,10 @@ axis reads ``lower ceiling``, whose dB axis reads ``lower efficiency``), each wi
 interval, and the share left unresolved; then the outcomes by axis at the default correction.
 
 The acceptance block lists every target with its numbers: coverage of the identified runs >= 90 % in every
-sigmoid case of Part 1 and 1b (pooled), the family-wise false-finding rate <= 5 % at the default correction in
-every case at 1, 3 and 5 seeds, and dA = -0.06 found >= 90 % at 3 and 5 seeds with seed sd 0.012 shared; a
-target is met when the measured rate is (the interval says how firmly).
+sigmoid case of Part 1 and 1b (pooled), and over Part 1's cases pooled (all of them, and the early stops); the
+family-wise false-finding rate <= 5 % at the default correction in every case at 1, 3 and 5 seeds; dA = -0.06
+found >= 90 % at 3 and 5 seeds with seed sd 0.012 shared. A target is met when the measured rate is (the
+interval says how firmly).
 Deterministic (seeded by case name); one BLAS thread (set before numpy is imported, unless the environment
 says otherwise); prints the process CPU time. The default takes about 10 CPU-minutes (2-core AMD EPYC), --quick
 about 20 CPU-seconds.
@@ -120,6 +121,9 @@ def _stopped(fraction: float, evals: int) -> Case:
 
 NINE_EVALS, THIRTY_EVALS = (16000.0 / 9,), (16000.0 / 30,)
 DRIFT_400 = EvalDraw(samples=400, drift_sd=0.01)
+EARLY_STOPS: Dict[str, Case] = {
+    f"stopped at {f:.0%} of the rise, {n} evals, drift 0.01, 400 samples".replace("%", " %"): _stopped(f, n)
+    for f in (0.3, 0.4, 0.5) for n in (16, 30, 64)}
 COVERAGE: Dict[str, Case] = {
     "drift 0.01, 400 samples": Case(SPEC, DRIFT_400),
     "drift 0.005, 16,000 samples": Case(SPEC, EvalDraw(samples=16000, drift_sd=0.005)),
@@ -131,8 +135,7 @@ COVERAGE: Dict[str, Case] = {
     "independent, 400 samples": Case(SPEC, EvalDraw(samples=400)),
     "stopped at 79 % of the rise, 100 samples": Case(SPEC, EvalDraw(samples=100, x_max=STOPPED)),
     "stopped at 79 % of the rise, 400 samples": Case(SPEC, EvalDraw(samples=400, x_max=STOPPED)),
-    **{f"stopped at {f:.0%} of the rise, {n} evals, drift 0.01, 400 samples".replace("%", " %"): _stopped(f, n)
-       for f in (0.3, 0.4, 0.5) for n in (16, 30, 64)},
+    **EARLY_STOPS,
     "200 prompts x 2 samples (difficulty sd 1.5)": Case(SPEC, EvalDraw(prompts=200, per_prompt=2)),
     "200 prompts x 8 samples (difficulty sd 1.5)": Case(SPEC, EvalDraw(prompts=200, per_prompt=8)),
     "9 evals, 400 prompts x 1 (sd 1.5), drift 0.01": Case(SPEC, EvalDraw(prompts=400, drift_sd=0.01), NINE_EVALS),
@@ -431,6 +434,10 @@ def main() -> None:
               "| case | seeds | axis | " + " | ".join(OUTCOMES) + " |", "|---|---|---|" + "---|" * len(OUTCOMES)]
     lines += breakdown
 
+    pooled = {"every case of Part 1, pooled": list(COVERAGE),
+              f"the {len(EARLY_STOPS)} cases stopped at 30-50 % of the rise, pooled": list(EARLY_STOPS)}
+    for what, names in pooled.items():
+        covered[what] = Rate(sum(covered[n].k for n in names), sum(covered[n].n for n in names))
     checks: List[Tuple[str, str, str, Optional[bool]]] = []
     for name, rate in covered.items():
         checks.append((f"coverage of A (identified), {name}", str(rate), ">= 90 %",
