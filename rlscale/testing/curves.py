@@ -121,8 +121,8 @@ def truncated(curve: Curve, x_max: float) -> Curve:
                    samples=curve.samples[keep], prompts=curve.prompts[keep] if curve.prompts.size else curve.prompts)
 
 
-# Eval noise beyond Gaussian points: a drifting true reward, binomial evals, a fixed eval set of prompts of
-# different difficulty, and seed effects shared by the variants of one seed (bench/verdict_bench.py).
+# Eval noise beyond Gaussian points: a drifting true reward, binomial or heavy-tailed evals, a fixed eval set of
+# prompts of different difficulty, and seed effects shared by the variants of one seed (bench/verdict_bench.py).
 
 @dataclass(frozen=True)
 class EvalDraw:
@@ -150,6 +150,7 @@ class EvalDraw:
     drift_phi: float = 0.9
     every: float = 250.0
     x_max: float = 16000.0
+    t_df: float = 0.0
 
     @property
     def eval_samples(self) -> int:
@@ -191,7 +192,24 @@ def binomial_evals(p: np.ndarray, samples: int, rng: np.random.Generator) -> Tup
     """Evals of ``samples`` independent samples at pass probability ``p`` (clipped to [0, 1]): (y, se), se from
     the observed y (EvalDraw)."""
     y = rng.binomial(samples, np.clip(p, 0.0, 1.0)) / samples
-    return y, np.sqrt(y * (1 - y) / samples)
+    return y, written_se(y, samples)
+
+
+def student_t_evals(p: np.ndarray, samples: int, df: float, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    """Evals at pass probability ``p`` with Student-t errors of ``df`` (> 2) degrees of freedom, each scaled to
+    the sd of the binomial eval of ``samples`` samples, sqrt(p (1 - p) / samples); y clipped to [0, 1], (y, se)
+    with se written as for a binomial eval (EvalDraw)."""
+    if df <= 2:
+        raise ValueError(f"t_df must be > 2 (a finite variance), got {df:g}")
+    p = np.clip(p, 0.0, 1.0)
+    scale = np.sqrt(p * (1 - p) / samples * (df - 2) / df)
+    y = np.clip(p + scale * rng.standard_t(df, np.shape(p)), 0.0, 1.0)
+    return y, written_se(y, samples)
+
+
+def written_se(y: np.ndarray, samples: int) -> np.ndarray:
+    """The SE a trainer writes for an eval of ``samples`` independent samples that scored ``y``."""
+    return np.sqrt(y * (1 - y) / samples)
 
 
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite_e.hermegauss(48)
@@ -263,6 +281,8 @@ def drawn_truth(x: np.ndarray, truth: np.ndarray, draw: EvalDraw, rng: np.random
         if offsets is None:
             offsets = prompt_offsets(draw.prompts, draw.prompt_sd, rng)
         y, se = clustered_evals(p, offsets, draw.per_prompt, draw.prompt_sd, rng)
+    elif draw.t_df:
+        y, se = student_t_evals(p, draw.samples, draw.t_df, rng)
     else:
         y, se = binomial_evals(p, draw.samples, rng)
     name = variant if seed is None else f"{variant}_s{seed}"

@@ -2,18 +2,18 @@
 (bench/misfit_bench.py): a power law that keeps rising through the run (App. A.4's form, the curve the
 sigmoid cannot bend to), and a sigmoid with a step change part-way (a curriculum switch). Evals are drawn as
 rlscale.testing.curves draws them (EvalDraw: drift, binomial or clustered prompts), through its
-``drawn_truth``.
+``drawn_truth``; ``truth_run`` draws a run of any truth, Eq. 1's included.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 from rlscale.fit.curves import Curve
 from rlscale.fit.forms import sigmoid
-from rlscale.testing.curves import R0, CurveSpec, EvalDraw, drawn_truth, eval_x
+from rlscale.testing.curves import R0, CurveSpec, EvalDraw, drawn_curve, drawn_truth, eval_x
 
 
 @dataclass(frozen=True)
@@ -60,3 +60,16 @@ def step_run(spec: StepSpec, draw: EvalDraw, rng: np.random.Generator, r0: float
     """One run whose true reward is ``spec``'s sigmoid with its step, evals drawn by ``draw``."""
     x = eval_x(draw)
     return drawn_truth(x, spec.reward(x, draw, r0), draw, rng, offsets=offsets, variant=variant, seed=seed)
+
+
+Truth = Union[CurveSpec, PowerLawSpec, StepSpec]
+
+
+def truth_run(truth: Truth, draw: EvalDraw, rng: np.random.Generator, r0: float = R0) -> Curve:
+    """One run of any of the truths here or Eq. 1's (rlscale.testing.curves.drawn_curve), evals drawn by
+    ``draw``."""
+    if isinstance(truth, PowerLawSpec):
+        return power_law_run(truth, draw, rng, r0)
+    if isinstance(truth, StepSpec):
+        return step_run(truth, draw, rng, r0)
+    return drawn_curve(truth, draw, rng, r0)

@@ -1,6 +1,6 @@
 """The noise generators of rlscale.testing.curves behind bench/verdict_bench.py: the AR(1) drift has its stated
-sd and lag-one correlation, binomial and clustered evals write the SE a trainer writes (the clustered one over
-prompts), the eval set's prompts average to the population curve, and seeds share their effects across a
+sd and lag-one correlation, binomial, heavy-tailed and clustered evals write the SE a trainer writes (the clustered
+one over prompts), the eval set's prompts average to the population curve, and seeds share their effects across a
 sweep's variants (common random numbers) and across sweeps of more seeds."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rlscale.testing.curves import (TABLE1, EvalDraw, SeedSpread, ar1_drift, binomial_evals, clustered_evals,
-                                   logit_normal_location, logit_normal_mean, rise_x, seeded_loo_sweep)
+                                   logit_normal_location, logit_normal_mean, rise_x, seeded_loo_sweep,
+                                   student_t_evals)
 from rlscale.fit.forms import sigmoid
 
 
@@ -61,3 +62,14 @@ def test_rise_x_is_where_the_curve_has_made_that_fraction_of_its_rise():
     spec = TABLE1["scalerl"]
     x = rise_x(spec, 0.79)
     assert float(sigmoid(x, 0.0, 1.0, spec.B, spec.C_mid)) == pytest.approx(0.79)
+
+
+def test_student_t_evals_have_the_binomial_sd_and_heavier_tails():
+    p = np.full(200_000, 0.5)
+    y, se = student_t_evals(p, 400, 3.0, np.random.default_rng(4))
+    z = (y - p) / np.sqrt(0.25 / 400)
+    assert z.std() == pytest.approx(1.0, rel=0.1)  # t(3): the sd converges slowly
+    assert np.mean(np.abs(z) > 4) > 10 * 6.3e-5  # a Gaussian puts 6.3e-5 beyond 4 sd
+    assert se == pytest.approx(np.sqrt(y * (1 - y) / 400))
+    with pytest.raises(ValueError, match="t_df"):
+        student_t_evals(p, 400, 2.0, np.random.default_rng(4))
