@@ -26,7 +26,6 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -36,6 +35,7 @@ from typing import List
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from lib import record
 from rlscale.fit.api import fit_results, write_outputs
 from rlscale.fit.curves import Curve
 from rlscale.fit.paper import fit_paper
@@ -115,29 +115,6 @@ def _cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def _cpu_model() -> str:
-    """The CPU's model name and widest vector extension (AVX-512, AVX2), and OpenBLAS's kernels when
-    OPENBLAS_CORETYPE sets them."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown CPU")
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-    vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
-    coretype = os.environ.get("OPENBLAS_CORETYPE")
-    return ", ".join([model] + [vector] * bool(vector) + [f"OpenBLAS on its {coretype} kernels"] * bool(coretype))
-
-
-def _commit() -> str:
-    """HEAD, marked when rlscale/fit (the code under test) has uncommitted changes."""
-    root = Path(__file__).resolve().parent.parent
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "rlscale/fit"], capture_output=True, text=True,
-                           cwd=root).stdout
-    return (head.strip() or "unknown") + (" + uncommitted changes in rlscale/fit" if dirty.strip() else "")
-
-
 def _load() -> str:
     return "/".join(f"{v:.2f}" for v in os.getloadavg())
 
@@ -156,7 +133,7 @@ def main() -> None:
     if args.quick:
         args.runs_paper, args.runs_boot, args.n_boot = 1, 40, 50
     jobs = args.jobs or [1 if args.quick else 2]
-    commit, load_start = _commit(), _load()  # the code imported now, before the tree can change under a run
+    commit, load_start = record.commit(["rlscale/fit"]), _load()  # the code imported now, before the tree can change under a run
     points_paper = 30 if args.quick else args.points
     lines = [f"## The fast fit (`--n-boot 0`) against App. A.5's grid, {args.runs_paper} run(s) of {points_paper} "
              "evals", ""]
@@ -167,14 +144,11 @@ def main() -> None:
               "wall / 60 s target |", "|---|---|---|---|---|---|---|---|---|"]
     for n_jobs in jobs:
         lines += bootstrap_many(args.runs_boot, args.points, args.n_boot, n_jobs)
-    head = [f"# fit_bench: {datetime.now(timezone.utc):%Y-%m-%d}, {_cpu_model()} ({platform.machine()}, "
+    head = [f"# fit_bench: {datetime.now(timezone.utc):%Y-%m-%d}, {record.cpu_model()} ({platform.machine()}, "
             f"{os.cpu_count()} cores), commit {commit}", "",
             f"Load average (1/5/15 min) {load_start} at the start, {_load()} at the end"
             f"{'; --quick' if args.quick else ''}.", ""]
-    text = "\n".join(head + lines) + "\n"
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text)
+    record.publish(head + lines, args.out)
 
 
 if __name__ == "__main__":

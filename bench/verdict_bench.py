@@ -66,7 +66,6 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import time
 import zlib
 from collections import Counter
@@ -81,6 +80,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # b
 import numpy as np  # noqa: E402
 from scipy.stats import beta  # noqa: E402
 
+from lib import record  # noqa: E402
 from rlscale.fit.api import fit_curves  # noqa: E402
 from rlscale.fit.compare import compare  # noqa: E402
 from rlscale.fit.family import HOLM, NO_CORRECTION  # noqa: E402
@@ -339,23 +339,6 @@ def _pct(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.1%}"
 
 
-def _cpu_model() -> str:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown CPU")
-
-
-def _commit() -> str:
-    """HEAD, marked when rlscale/fit or rlscale/testing (the code under test) has uncommitted changes."""
-    root = Path(__file__).resolve().parent.parent
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "rlscale/fit", "rlscale/testing"],
-                           capture_output=True, text=True, cwd=root).stdout
-    return head.strip() + (" + uncommitted changes in rlscale/fit or rlscale/testing" if dirty.strip() else "")
-
-
 COLUMNS = ("| case | runs | identified | coverage of A, identified [95 % interval] | coverage, all | misfit noted | "
            "mean error of A (identified) | sd of error | median half-width |", "|---|---|---|---|---|---|---|---|---|")
 
@@ -374,7 +357,7 @@ def main() -> None:
     n_runs, n_sweeps = (12, 8) if args.quick else (args.runs, args.sweeps)
     settings = FitSettings(x="gpu_hours", n_boot=args.n_boot)
     settings.cutoff_rule = describe_rule(settings)
-    commit = _commit()  # the code imported now, before the tree can change under a long run
+    commit = record.commit(["rlscale/fit", "rlscale/testing"])  # the code imported now, before the tree can change under a long run
     load = os.getloadavg()[0]
     start = time.process_time()
 
@@ -468,14 +451,11 @@ def main() -> None:
     head = ["# verdict_bench: coverage of A's interval and family-wise LOO verdicts under drift, binomial, "
             "heavy-tailed and clustered eval noise, early stops, truths that are not Eq. 1 and shared seed effects",
             "",
-            f"{datetime.now(timezone.utc):%Y-%m-%d}, {os.cpu_count()}-core {_cpu_model()} ({platform.machine()}), "
+            f"{datetime.now(timezone.utc):%Y-%m-%d}, {os.cpu_count()}-core {record.cpu_model()} ({platform.machine()}), "
             f"load average {load:.1f} at the start, commit {commit}; fast method, --n-boot {args.n_boot}, "
             f"{n_runs} runs per case, {n_sweeps} sweeps of {args.null_axes + 3} variants x {max(seeds)} seeds per "
             f"case{' (--quick)' if args.quick else ''}; process CPU {cpu:.0f} s.", ""]
-    text = "\n".join(head + lines) + "\n"
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text)
+    record.publish(head + lines, args.out)
 
 
 if __name__ == "__main__":

@@ -3,21 +3,12 @@ correction (Holm) leaves no more sweeps with a false finding than --no-correctio
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
 RATE = re.compile(r"^(\d+(?:\.\d+)?)% \[.*\] \((\d+)/(\d+)\)$")
 
 
-def test_verdict_bench_quick(tmp_path):
-    out = tmp_path / "verdict_bench.md"
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "verdict_bench.py"), "--quick", "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert done.returncode == 0, done.stderr
-    text = out.read_text()
-    assert text.strip() == done.stdout.strip()
+def test_verdict_bench_quick(quick_bench):
+    text = quick_bench("verdict_bench.py")
     for title in ("## Part 1: coverage", "### Truths that are not Eq. 1", "## Part 1b", "## Part 2", "## Acceptance"):
         assert title in text
     assert "| drift 0.01, 400 samples, t(3) errors | 12 |" in text
