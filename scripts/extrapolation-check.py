@@ -5,16 +5,20 @@ Each study's sweep folder (the folder holding sweep.json) is fitted as ``rlscale
 prediction of the mean of its last three evals is checked: whether the 95 % prediction interval holds the
 observed value (rlscale.fit.forecast), and the median |error| of the sigmoid, of carrying the last three fitted
 evals forward and of the App. A.4 power law. One table per fraction, one row per study and one over all runs,
-written as markdown (``--out``, default docs/extrapolation.md) and printed.
+written as markdown (``--out``, default bench/results/extrapolation-check.md, the measurement that
+docs/extrapolation.md quotes) and printed.
 
-    python scripts/extrapolation-check.py [--examples docs/examples] [--out docs/extrapolation.md] [--jobs 1]
+    python scripts/extrapolation-check.py [--examples docs/examples] [--out bench/results/extrapolation-check.md]
+                                          [--jobs 1]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
@@ -53,13 +57,23 @@ def table(results: List[Tuple[str, List[RunFit]]], fraction: float, level: float
     return lines + [""]
 
 
+def machine() -> str:
+    """This machine in words: its cores, CPU model and architecture."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        model = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = platform.processor() or "unknown CPU"
+    return f"{os.cpu_count()}-core {model}, {platform.machine()}"
+
+
 def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=Path, default=Path("docs/examples"))
-    parser.add_argument("--out", type=Path, default=Path("docs/extrapolation.md"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/extrapolation-check.md"))
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--date", default="2026-12-01")
-    parser.add_argument("--machine", default="2-core AMD EPYC, x86_64, AVX2")
+    parser.add_argument("--date", default=f"{date.today():%Y-%m-%d}")
+    parser.add_argument("--machine", default=machine())
     args = parser.parse_args(list(argv) or None)
     folders = studies(args.examples)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
