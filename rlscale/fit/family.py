@@ -55,9 +55,13 @@ class Family:
         if self.method == NO_CORRECTION:
             return (f"{self.size} comparisons ({self.name}), each at {self.alpha:.0%} alone "
                     "(--no-correction: the chance of some false finding grows with their number)")
-        rule = "Holm" if self.method == HOLM else "Bonferroni"
-        return (f"{rule} over {self.size} comparisons ({self.name}): any false finding in the table at most "
+        return (f"{rule_name(self.method)} over {self.size} comparisons ({self.name}): any false finding in the table at most "
                 f"{self.alpha:.0%}, each comparison at {self.per_test:.2g} or less")
+
+
+def rule_name(method: str) -> str:
+    """A correction's name as the tables print it: Holm, Bonferroni (a method without one as it is)."""
+    return {HOLM: "Holm", BONFERRONI: "Bonferroni"}.get(method, method)
 
 
 def family(name: str, size: int, ci_level: float, correction: str, fixed: bool) -> Family:

@@ -36,7 +36,7 @@ from typing import Optional
 from scipy.stats import norm
 
 from rlscale.fit.differences import BOOTSTRAP
-from rlscale.fit.family import p_beyond
+from rlscale.fit.family import p_beyond, rule_name
 from rlscale.fit.schema import (CEILING_OR_EFFICIENCY, EVAL_NOISE, HIGHER_CEILING, HIGHER_EFFICIENCY, LOWER_CEILING,
                                 LOWER_EFFICIENCY, MORE_COMPUTE, MORE_EVAL_PROMPTS, MORE_SEEDS, MULTIPLE_COMPARISONS,
                                 NOT_IDENTIFIED, ONE_SEED, SEED_SPREAD, UNRESOLVED, WITHIN_MARGIN, Difference)
@@ -168,7 +168,7 @@ def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Diffe
     if decisions.p is not None and decisions.p <= decisions.alpha and (
             ceiling_resolved(d_a, margin) or (abs(d_a.value) <= margin and efficiency_resolved(d_b, d_b_free))):
         return Verdict(UNRESOLVED, f"{MULTIPLE_COMPARISONS} (p = {decisions.p:.2g} alone, {decisions.p_adjusted:.2g} "
-                       f"after {_rule(decisions)} over {decisions.size})", more_seeds)
+                       f"after {rule_name(decisions.method)} over {decisions.size})", more_seeds)
     if d_b is not None and d_b.excludes_zero() and abs(d_a.value) <= margin:
         return Verdict(UNRESOLVED, CEILING_OR_EFFICIENCY, more_seeds)
     a_read = d_a if decisions.within_level is None else d_a.at_level(decisions.within_level)
@@ -184,6 +184,3 @@ def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Diffe
     share = f" ({1 - resolution.eval_share:.0%} of the variance)" if resolution.eval_share is not None else ""
     return Verdict(UNRESOLVED, SEED_SPREAD + share, ", ".join(n for n in (more_seeds, more_prompts) if n))
 
-
-def _rule(decisions: Decisions) -> str:
-    return {"holm": "Holm", "bonferroni": "Bonferroni"}.get(decisions.method, decisions.method)

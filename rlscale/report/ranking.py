@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Dict, List, Optional
 
+from rlscale.fit.family import rule_name
 from rlscale.fit.schema import ComparisonRow
 from rlscale.report.formatting import DASH, ci, num, signed_ci
 from rlscale.report.model import RunView, VariantView
@@ -105,8 +106,8 @@ def p_text(row: Optional[ComparisonRow]) -> str:
         return ""
     if row.correction in ("", "none") or row.p_adjusted is None:
         return f", p {row.p_value:.2g}"
-    rule = "Holm" if row.correction == "holm" else "Bonferroni"
-    return f", p {row.p_value:.2g} alone, {row.p_adjusted:.2g} after {rule} over {row.family_size}"
+    return (f", p {row.p_value:.2g} alone, {row.p_adjusted:.2g} after {rule_name(row.correction)} over "
+            f"{row.family_size}")
 
 
 def _fit_notes(run: RunView) -> List[Note]:
