@@ -6,7 +6,7 @@ and 1,000 runs with every interval fitted end to end through the public API.
 
 1. Per run, on the same points: App. A.5's grid (rlscale.fit.paper: 71 A x 100 C_mid cells, B by curve_fit in
    each) against the fast fit, i.e. everything ``rlscale fit --n-boot 0`` computes for a run
-   (rlscale.fit.run.fit_curve: the point fit, the residual noise, A's profile interval, the power law). The fast
+   (rlscale.fit.one_run.fit_curve: the point fit, the residual noise, A's profile interval, the power law). The fast
    time is the median of REPEATS fits after one warm-up fit of the same run: a process computes the AR(1)
    eigenvectors of a run length once (rlscale.fit.correlated), and that one-off cost is reported apart. Both
    run with one BLAS thread, as rlscale.fit.api runs the fits.
@@ -39,8 +39,8 @@ from lib import record
 from rlscale.fit.api import fit_results, write_outputs
 from rlscale.fit.curves import Curve
 from rlscale.fit.paper import fit_paper
-from rlscale.fit.run import fit_curve, window_points
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.one_run import fit_curve, window_points
+from rlscale.fit.results import FitSettings
 from rlscale.fit.space import search_space
 from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 

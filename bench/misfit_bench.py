@@ -10,7 +10,7 @@ notes, the median relative distance of a found step to the truth, the share of r
 Truths: Table 1's scalerl and code sigmoids (rlscale.testing.curves), the power law of
 rlscale.testing.misfit_curves.PowerLawSpec, and scalerl with a step of +0.05 / +0.10 at 70 %. Noise
 (EvalDraw): an AR(1) drift of sd 0.005, 0.01, 0.02 (phi 0.9); binomial evals of 400 samples, or a fixed eval set
-of 100 prompts x 4 samples; 9, 30 or 64 evals up to 16k GPU-hours. Each run is fitted by rlscale.fit.run
+of 100 prompts x 4 samples; 9, 30 or 64 evals up to 16k GPU-hours. Each run is fitted by rlscale.fit.one_run
 (fast method, no bootstrap: the test does not use it).
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ import numpy as np
 
 from rlscale.fit.curves import Curve
 from rlscale.fit.misfit import POWER_LAW_BETTER, STEP_CHANGE, assess_misfit
-from rlscale.fit.run import fit_curve, window_points
-from rlscale.fit.schema import FitSettings, RunFit
+from rlscale.fit.one_run import fit_curve, window_points
+from rlscale.fit.results import FitSettings, RunFit
 from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve
 from rlscale.testing.misfit_curves import PowerLawSpec, StepSpec, power_law_run, step_run
 

@@ -38,8 +38,8 @@ from rlscale.fit.curves import Curve
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.predict import predict_variants, predicted_tiers
 from rlscale.fit.pruning import decide
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FitSettings
 from rlscale.testing.curves import R0, TABLE1, CurveSpec, sweep_curves, truncated
 
 BUDGET = 16000.0

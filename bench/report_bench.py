@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rlscale.report.build import write_report
 from rlscale.report.inputs import load_fits
-from rlscale.report.model import load_report
+from rlscale.report.content import load_report
 from rlscale.report.pool import workers
 from rlscale.testing.results_tree import synthetic_plan, write_results
 

@@ -26,7 +26,7 @@ import torch
 
 from rlscale.config import compose_run_config, typed
 from rlscale.fit.api import fit_results
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 from rlscale.train.loop import RunLoop, prepare_batch
 
 

@@ -27,7 +27,7 @@ assumes:
   trainer draws everything from the seed) or, in one case, drawn per run; one case has t(3) eval errors.
 
 Part 1, single runs: runs of each case (evals every 100, 250 and 500 GPU-hours in turn, or the stated number
-of evals) are fitted with rlscale.fit.run.fit_curve (fast method, default window); the table gives the share
+of evals) are fitted with rlscale.fit.one_run.fit_curve (fast method, default window); the table gives the share
 of runs whose A is called identified, the share of those whose 95 % interval of A holds the true A (with its
 Clopper-Pearson 95 % interval), the same over all runs with an interval, the share noted by the misfit test,
 and among the identified runs the mean and sd of the error of A and the median half-width of its interval.
@@ -35,7 +35,7 @@ and among the identified runs the mean and sd of the error of A and the median h
 Part 1b, short fits: variants of three seeds (no seed spread, one eval set), each run 9 evals or the first
 25 % of 31, fitted as ``rlscale fit`` does (rlscale.fit.api.fit_curves: a fit of fewer than a dozen evals
 whose residual variance is below its variant's pooled level is refitted at that level) and, as the
-baseline measured in the same run, each run alone (rlscale.fit.run.fit_curve); same columns as Part 1.
+baseline measured in the same run, each run alone (rlscale.fit.one_run.fit_curve); same columns as Part 1.
 
 Part 2, LOO verdicts: each sweep (evals every 250 GPU-hours, drift 0.01 with 400 samples) has a base, NULL_AXES
 exact copies of it (null axes), one axis with dA = -0.06 and one with dB = -0.24 (the paper's DAPO effect), 5
@@ -84,8 +84,8 @@ from lib import record  # noqa: E402
 from rlscale.fit.api import fit_curves  # noqa: E402
 from rlscale.fit.compare import compare  # noqa: E402
 from rlscale.fit.family import HOLM, NO_CORRECTION  # noqa: E402
-from rlscale.fit.run import fit_curve  # noqa: E402
-from rlscale.fit.schema import (FINDINGS, LOWER_CEILING, LOWER_EFFICIENCY, REASONS, UNRESOLVED,  # noqa: E402
+from rlscale.fit.one_run import fit_curve  # noqa: E402
+from rlscale.fit.results import (FINDINGS, LOWER_CEILING, LOWER_EFFICIENCY, REASONS, UNRESOLVED,  # noqa: E402
                                 WITHIN_MARGIN, ComparisonRow, FitSettings, RunFit)
 from rlscale.fit.window import describe_rule  # noqa: E402
 from rlscale.testing.curves import (R0, TABLE1, CurveSpec, EvalDraw, SeedSpread, rise_x,  # noqa: E402

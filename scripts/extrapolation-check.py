@@ -24,7 +24,7 @@ from typing import List, Sequence, Tuple
 
 from rlscale.fit.api import fit_results
 from rlscale.fit.forecast import METHODS, summarize
-from rlscale.fit.schema import FitSettings, RunFit
+from rlscale.fit.results import FitSettings, RunFit
 
 FRACTIONS = (0.25, 0.50)
 

@@ -16,7 +16,7 @@ import typer
 
 from rlscale.fit.family import HOLM, NO_CORRECTION
 from rlscale.fit.methods import METHOD
-from rlscale.fit.schema import X_UNITS
+from rlscale.fit.results import X_UNITS
 from rlscale.options import FINITE, choices, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
 
 X_CHOICES = ("auto",) + X_UNITS
@@ -67,7 +67,7 @@ def fit_command(
     from rlscale.fit.by_metric import metric_folder, write_index
     from rlscale.fit.curves import load_source
     from rlscale.fit.outputs import write_files
-    from rlscale.fit.schema import FitSettings
+    from rlscale.fit.results import FitSettings
     from rlscale.fit.table import render
 
     err = output_console(stderr=True)

@@ -35,7 +35,7 @@ def plan_command(
     from rlscale.cli.console import output_console
     from rlscale.fit.api import SourceError, fit_results
     from rlscale.fit.family import HOLM, NO_CORRECTION
-    from rlscale.fit.schema import FitSettings
+    from rlscale.fit.results import FitSettings
     from rlscale.plan.planner import PLAN_JSON, plan_json, plan_sweeps
     from rlscale.plan.view import plan_view
     from rlscale.runfolder import atomic_write_json

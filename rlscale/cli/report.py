@@ -30,7 +30,7 @@ def report_command(
     from rlscale.fit.by_metric import further_fits
     from rlscale.report.build import write_report
     from rlscale.report.inputs import load_fits
-    from rlscale.report.model import load_report
+    from rlscale.report.content import load_report
     from rlscale.report.parallel_join import attach_parallel
     from rlscale.report.pool import workers
     from rlscale.report.terminal import print_summary

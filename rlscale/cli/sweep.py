@@ -18,7 +18,7 @@ from rlscale.sweep.detach import streams_detached
 from rlscale.sweep.memory_table import memory_table
 from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.selection import parse_only, parse_seeds
-from rlscale.sweep.runner import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
+from rlscale.sweep.orchestrator import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.table import progress_table, specs_table, summary, variants_table, watch
 

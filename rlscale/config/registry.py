@@ -66,9 +66,9 @@ FILTERING = Axis("filtering.name", {  # labels: filtering.zero_variance and filt
 }, group="filtering")
 CURRICULUM = Axis("curriculum.name", {
     "no_positive_resampling": Option("prompts whose pass rate reaches the threshold leave the pool for good "
-                                     "(ScaleRL, Sec. 3.2)", "rlscale.rl.filters:no_positive_resampling"),
+                                     "(ScaleRL, Sec. 3.2)", "rlscale.rl.curriculum:no_positive_resampling"),
     "uniform": Option("uniform resampling of the whole pool (Section-2 baseline)",
-                      "rlscale.rl.filters:uniform_resampling"),
+                      "rlscale.rl.curriculum:uniform_resampling"),
 }, group="curriculum")
 LENGTH = Axis("length.name", {
     "interruption": Option("the think trace is cut at a random length in the window, then the answer follows "

@@ -7,7 +7,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from rlscale.config.extras import missing_packages
+from rlscale.config.packages import missing_packages
 from rlscale.config.registry import ANSWER_FORMAT, AXES, TASK
 from rlscale.config.schema import OFFPOLICY_K, LossConfig
 from rlscale.gpus import generator_gpus

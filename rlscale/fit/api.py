@@ -3,7 +3,7 @@ or stale): fit every run of a results folder or tidy file, compare the variants,
 
 ``--x auto`` is resolved here (rlscale.fit.curves.resolve_x) and stored resolved in the settings.
 Per run: Eq. 1 fitted after the cutoff (App. A.5-A.6), bootstrap intervals, extrapolation check and the
-App. A.4 power law (rlscale.fit.run); the runs too short to measure their own noise whose residuals fall
+App. A.4 power law (rlscale.fit.one_run); the runs too short to measure their own noise whose residuals fall
 below their variant's pooled level are fitted again at that level (rlscale.fit.pooled); then seed spread,
 ranking and LOO table (rlscale.fit.compare).
 A run that cannot be fitted gets a status and a one-line message; only an unreadable source, or an
@@ -32,8 +32,8 @@ from rlscale.fit.compare import compare
 from rlscale.fit.curves import Curve, MetricError, SourceError, load_source
 from rlscale.fit.outputs import clean, write_files
 from rlscale.fit.pooled import below_pooled, pool_key, pooled_ratios
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FitResults, FitSettings, RunFit
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FitResults, FitSettings, RunFit
 from rlscale.fit.window import describe_rule
 
 __all__ = ["fit_results", "fit_curves", "write_outputs", "SourceError", "MetricError"]

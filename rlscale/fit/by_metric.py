@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import List, Tuple
 
-from rlscale.fit.schema import FITS_JSON, FitResults
+from rlscale.fit.results import FITS_JSON, FitResults
 from rlscale.runfolder.atomic import atomic_write_text
 
 INDEX = "fits-metrics.json"

@@ -26,8 +26,8 @@ from rlscale.fit.noise import eval_noise
 from rlscale.fit.differences import Pooled
 from rlscale.fit.pairing import SeedTable, Values
 from rlscale.fit.ranking import tiers
-from rlscale.fit.run import TOO_FEW_EVALS, refit_with_a
-from rlscale.fit.schema import (BASE, MORE_COMPUTE, MORE_EVALS, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
+from rlscale.fit.one_run import TOO_FEW_EVALS, refit_with_a
+from rlscale.fit.results import (BASE, MORE_COMPUTE, MORE_EVALS, NOT_IDENTIFIED, UNRESOLVED, ComparisonRow, Difference,
                                 EvalNoise, FitSettings, RunFit)
 from rlscale.fit.family import NO_CORRECTION, Family, adjusted, family
 from rlscale.fit.verdicts import (Decisions, Resolution, ceiling_p, ceiling_resolved, efficiency_p,
@@ -45,7 +45,7 @@ class VariantFit:
 
     @property
     def seeds_in_a(self) -> List[RunFit]:
-        """The seeds whose A enters the comparisons of A: those whose A is identified (rlscale.fit.run); a seed
+        """The seeds whose A enters the comparisons of A: those whose A is identified (rlscale.fit.one_run); a seed
         whose ceiling its own points do not bound would carry a number the data do not resolve into a dA."""
         return [r for r in self.runs if r.A_identified]
 
@@ -65,7 +65,7 @@ class VariantFit:
     @property
     def unidentified(self) -> str:
         """Why the variant's A is not identified ("" when some seed's is): no seed has an identified A (the
-        reason of the first, rlscale.fit.run)."""
+        reason of the first, rlscale.fit.one_run)."""
         if self.seeds_in_a:
             return ""
         reason = self.runs[0].A_identified_reason or NOT_IDENTIFIED

@@ -34,7 +34,7 @@ the reward of a fresh draw of prompts would move), the part of that variance the
 (its excess over the white variance; with too few residual directions for a covariance, over the residual
 variance) is an offset every eval of the run shares: the held-out prompts are the same at every eval, so
 their difficulty moves the whole curve, A included, and no residual sees it. ``shared`` is its variance. It
-shifts A, it does not unbound it: rlscale.fit.run adds it to A's interval in quadrature, after the profile,
+shifts A, it does not unbound it: rlscale.fit.one_run adds it to A's interval in quadrature, after the profile,
 so the interval is about A on the population of held-out prompts while whether the ceiling is bounded at
 all is decided on the run's own residuals. It is common to every run evaluated on the same prompts, so
 comparisons, which rest on the runs' spread, do not count it (rlscale.fit.noise uses the runs' within-run
@@ -163,7 +163,7 @@ DRIFT_PRIOR_PHI = 0.9  # and its lag-one correlation (one lag = one eval)
 def prior_inflation(jac: np.ndarray) -> float:
     """The inflation of A's variance (as ``ResidualNoise.inflation``) under a drift the residuals of a run
     cannot rule out: DRIFT_PRIOR_SHARE of the residual variance an AR(1) of correlation DRIFT_PRIOR_PHI. It is
-    the floor of every fit's inflation (rlscale.fit.run). A run stopped before its bend can look flat at its
+    the floor of every fit's inflation (rlscale.fit.one_run). A run stopped before its bend can look flat at its
     last evals because the drift went down there; its profile then closes around a low A, and only such draws
     close, so among runs called identified the interval held the true A in 0 of 5-10 runs stopped at 30-50 %
     of their rise (AR(1) drift of sd 0.01, correlation 0.9, 400 samples per eval, 16-64 evals), against 100 %

@@ -24,7 +24,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 from scipy.stats import t as student_t
 
-from rlscale.fit.schema import Difference
+from rlscale.fit.results import Difference
 
 BOOTSTRAP = "bootstrap"
 NONE = "none"

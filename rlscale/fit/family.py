@@ -28,7 +28,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 from scipy.stats import t as student_t
 
-from rlscale.fit.schema import Difference
+from rlscale.fit.results import Difference
 
 HOLM, BONFERRONI, NO_CORRECTION = "holm", "bonferroni", "none"
 CORRECTIONS = (HOLM, NO_CORRECTION)

@@ -1,7 +1,7 @@
 """Prediction intervals for a run's reward beyond its fitted window, and two baselines checked the same way.
 
 Section 4 and 5 of the paper read a curve fitted on part of the compute at a larger compute; rlscale checks
-that with ``--fit-until`` against the mean of the last k evals (rlscale.fit.run, EXTRAP_EVALS) and predicts
+that with ``--fit-until`` against the mean of the last k evals (rlscale.fit.one_run, EXTRAP_EVALS) and predicts
 with ``--predict-at``. The interval is about the observed value, not the curve: it is a prediction interval.
 Its parts:
 
@@ -57,7 +57,7 @@ from rlscale.fit.correlated import MIN_DEGREES, ResidualNoise, jacobian
 from rlscale.fit.curves import Curve
 from rlscale.fit.fast import fit_batch
 from rlscale.fit.forms import N_PARAMS, SigmoidParams, power_law, sigmoid
-from rlscale.fit.schema import FitSettings, RunFit
+from rlscale.fit.results import FitSettings, RunFit
 from rlscale.fit.space import SearchSpace
 from rlscale.fit.window import Window
 
@@ -341,7 +341,7 @@ def add_forecasts(run: RunFit, curve: Curve, window: Window, x: np.ndarray, y: n
 
 
 def _check_target(run: RunFit, curve: Curve, window: Window, n_fitted: int, default_white: float) -> Target:
-    """The held-out evals of the extrapolation check (rlscale.fit.run, EXTRAP_EVALS): their compute, their lag
+    """The held-out evals of the extrapolation check (rlscale.fit.one_run, EXTRAP_EVALS): their compute, their lag
     in fitted points past the last fitted one (evals, scaled when the window was fitted as group means) and
     their own squared SE where logged."""
     t = curve.t if curve.t.size == curve.x.size else None

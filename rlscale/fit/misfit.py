@@ -24,7 +24,7 @@ AR(1) drift, rlscale.fit.correlated: ``noise_white_sd``, ``noise_drift_sd``, ``n
   have three parameters, so no penalty is due; a power law better by more than POWER_LLR (a likelihood
   ratio of e^POWER_LLR) says the curve keeps climbing as no sigmoid in the search box does. Eq. 1 with C_mid
   below the window is itself a power law in its tail, so a power law that stays below 1 is fitted as well
-  by the sigmoid and gets no note (its A is then often at the edge of its range, rlscale.fit.run).
+  by the sigmoid and gets no note (its A is then often at the edge of its range, rlscale.fit.one_run).
 
 The constants were set on synthetic runs with known truth (bench/misfit_bench.py, results in
 bench/results/misfit_bench.md): sigmoid runs with an AR(1) drift of sd 0.005-0.02 (phi 0.9), binomial and
@@ -45,7 +45,7 @@ from scipy.stats import f as f_dist
 
 from rlscale.fit.correlated import ResidualNoise, jacobian
 from rlscale.fit.forms import N_PARAMS, power_law, sigmoid
-from rlscale.fit.schema import RunFit
+from rlscale.fit.results import RunFit
 
 MIN_POINTS = 8
 MIN_SEGMENT = 3

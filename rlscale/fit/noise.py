@@ -2,7 +2,7 @@
 
 Two things move a run's fitted A away from its variant's: what its own points carry (the sampling noise
 of each eval and the drift of the reward between evals, which a run's profile interval of A measures,
-rlscale.fit.run) and what differs between runs beyond that (the seed's luck in prompts, samples and
+rlscale.fit.one_run) and what differs between runs beyond that (the seed's luck in prompts, samples and
 updates). The run-to-run spread of A (the within-variant seed sd pooled over the sweep, rlscale.fit.pairing)
 holds both; the share of the first is the median squared within-run standard error of the runs' A over the
 spread's variance (at most 1). Verdicts name the larger share first. Pairing by seed narrows the interval
@@ -27,13 +27,13 @@ from typing import Dict, List, Optional
 
 from rlscale.fit.differences import Pooled
 from rlscale.fit.pairing import SeedTable, variance_share
-from rlscale.fit.schema import EvalNoise, RunFit
+from rlscale.fit.results import EvalNoise, RunFit
 
 NOISE_FRACTION_OF_MARGIN = 0.5
 
 
 def comparable(run: RunFit) -> bool:
-    """A fitted run whose A is identified, or bounded but for its interval's edge (rlscale.fit.run), as the
+    """A fitted run whose A is identified, or bounded but for its interval's edge (rlscale.fit.one_run), as the
     comparisons take it."""
     return run.fitted and (run.A_identified is not False or bool(run.A_interval_open))
 

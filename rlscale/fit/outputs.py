@@ -15,7 +15,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Dict, List
 
-from rlscale.fit.schema import COMPARISON_CSV, FITS_CSV, FITS_JSON, ComparisonRow, FitResults, RunFit
+from rlscale.fit.results import COMPARISON_CSV, FITS_CSV, FITS_JSON, ComparisonRow, FitResults, RunFit
 from rlscale.runfolder.atomic import atomic_write_text
 from rlscale.runfolder.names import printable
 

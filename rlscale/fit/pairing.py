@@ -35,7 +35,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from rlscale.fit.differences import Pooled
-from rlscale.fit.schema import Difference
+from rlscale.fit.results import Difference
 
 Values = Dict[object, float]  # seed (int; another key for a run without a seed, never shared) -> value
 PAIRED, UNPAIRED, NONE = "paired", "unpaired", "none"

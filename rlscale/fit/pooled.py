@@ -16,7 +16,7 @@ of freedom:
     ratio = sum(SSE) / sum((n - 3) eval_se^2),
 
 and a run with fewer than MIN_DEGREES residual directions has its residual variance raised to at least
-ratio x its own eval_se^2 (rlscale.fit.run). A run with a variance above that keeps its own; a variant of
+ratio x its own eval_se^2 (rlscale.fit.one_run). A run with a variance above that keeps its own; a variant of
 one seed, or whose runs report no eval SE, has no floor. Variants are not pooled with each other: a sweep
 may mix tasks, and a learning rate that makes a run wander leaves residuals of misfit, not of noise (pooled
 over a whole sweep of five tasks at two learning rates, the level raised a saturated run's interval from
@@ -28,7 +28,7 @@ from typing import Dict, Iterable, Tuple
 
 from rlscale.fit.correlated import MIN_DEGREES
 from rlscale.fit.forms import N_PARAMS
-from rlscale.fit.schema import RunFit
+from rlscale.fit.results import RunFit
 
 
 def residual_dof(run: RunFit) -> int:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rlscale.fit.schema import PowerLawFit
+from rlscale.fit.results import PowerLawFit
 
 B_RANGE = (1e-3, 20.0)
 B_SCAN = 64

@@ -4,7 +4,7 @@ Section 5 fits at half the target budget, App. A.4), used to stop hopeless varia
 (rlscale.sweep.prune) and to plan a budget (rlscale.plan).
 
 A variant's prediction is the mean over its seeds of Eq. 1 at ``at`` (each seed fitted alone,
-rlscale.fit.run). The difference between two variants' predictions has an interval from the same two
+rlscale.fit.one_run). The difference between two variants' predictions has an interval from the same two
 sources as every other difference (rlscale.fit.differences): the seed t-interval when both have >= 2
 seeds, else the bootstrap of both runs' points (resamples of the fitted points, refitted, Eq. 1 read at
 ``at``). The seed spread of a prediction grows with the extrapolation (a curve that has not bent yet
@@ -33,8 +33,8 @@ from rlscale.fit.differences import Pooled, Samples, difference, mean_draws
 from rlscale.fit.family import HOLM, Family, family
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.ranking import tiers
-from rlscale.fit.run import bootstrap_refits
-from rlscale.fit.schema import Difference, FitSettings, RunFit
+from rlscale.fit.one_run import bootstrap_refits
+from rlscale.fit.results import Difference, FitSettings, RunFit
 from rlscale.fit.verdicts import ceiling_resolved
 
 

@@ -12,7 +12,7 @@ still has a flat profile above A, since later bends fit its points as well, so i
 rather than settling around the low draw (on such runs the residual bootstrap covered A in 65-88 % of the
 runs it called identified). Each end is found by bracketing and bisection on [a_lo, A] and [A, a_hi]; an
 end that reaches the box (SSE at the box edge still within the bound) is the edge itself, and A is then
-not bounded on that side (rlscale.fit.run: not identified). SSE(a) at the values the root finder asks for is
+not bounded on that side (rlscale.fit.one_run: not identified). SSE(a) at the values the root finder asks for is
 continued outward from the point estimate's optimum (rlscale.fit.fast.FixedAProfile), not searched afresh:
 the same values as :func:`profile_sse` to 1e-6 or better, at a small part of its cost (bench/fit_bench.py).
 """

@@ -3,7 +3,7 @@ curve so far and its reward at the full planned compute predicted with an interv
 (rlscale.fit.predict); a variant is stopped when its prediction is below the best variant's by more than
 the margin with an interval of the difference that excludes 0 (a bootstrap interval: wholly beyond the
 margin), the ceiling-verdict rule of rlscale.fit.verdicts applied to predicted rewards, and its A is
-identified at the rung (rlscale.fit.run: a curve that has not bent yet is extrapolated from its lower half
+identified at the rung (rlscale.fit.one_run: a curve that has not bent yet is extrapolated from its lower half
 and its prediction is not trusted to stop it). The gaps of one rung are one family: Holm over them
 (rlscale.fit.family), so a rung of many null variants stops none with probability at least the level. Everything else goes on: a variant that cannot be fitted
 yet, whose A is not identified, or whose difference the data do not resolve, is never stopped. The
@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence
 from rlscale.fit.family import HOLM, adjusted, family
 from rlscale.fit.predict import VariantPrediction, gap, pooled_of, separated
 from rlscale.fit.verdicts import ceiling_p
-from rlscale.fit.schema import Difference
+from rlscale.fit.results import Difference
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The ranking of a sweep's variants: one transitive rule (App. A.7: "if two methods' A are within 0.02,
 refit both with the average A; higher B is at least as good").
 
-1. Variants whose A is not identified (rlscale.fit.run) are not ranked (rank None, with the reason).
+1. Variants whose A is not identified (rlscale.fit.one_run) are not ranked (rank None, with the reason).
 2. The others are sorted by A (seed mean; name breaks exact ties) and cut into **A tiers** from the top:
    a variant joins the current tier unless its dA to the tier's *first* member is a ceiling finding
    (rlscale.fit.verdicts.ceiling_resolved: beyond the margin, interval excluding 0), in which case it

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 from rlscale.fit.window import Window
 
 PAPER_C_MID_GRID = (100.0, 40000.0, 100)

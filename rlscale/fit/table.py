@@ -21,7 +21,7 @@ from rich.table import Table
 from rlscale.fit.compare import table_family
 from rlscale.fit.forecast import best_text, summarize
 from rlscale.fit.noise import eval_noise
-from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
+from rlscale.fit.results import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
 from rlscale.runfolder.names import printable, shown
 
 _STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}

@@ -37,7 +37,7 @@ from scipy.stats import norm
 
 from rlscale.fit.differences import BOOTSTRAP
 from rlscale.fit.family import p_beyond, rule_name
-from rlscale.fit.schema import (CEILING_OR_EFFICIENCY, EVAL_NOISE, HIGHER_CEILING, HIGHER_EFFICIENCY, LOWER_CEILING,
+from rlscale.fit.results import (CEILING_OR_EFFICIENCY, EVAL_NOISE, HIGHER_CEILING, HIGHER_EFFICIENCY, LOWER_CEILING,
                                 LOWER_EFFICIENCY, MORE_COMPUTE, MORE_EVAL_PROMPTS, MORE_SEEDS, MULTIPLE_COMPARISONS,
                                 NOT_IDENTIFIED, ONE_SEED, SEED_SPREAD, UNRESOLVED, WITHIN_MARGIN, Difference)
 

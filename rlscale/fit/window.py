@@ -28,7 +28,7 @@ from typing import Optional
 
 import numpy as np
 
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 
 PAPER_CUTOFF = 1500.0
 RUN_FRACTION = 0.10

@@ -45,7 +45,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from rlscale.fit.curves import Curve
 from rlscale.fit.differences import Pooled, Samples, difference
 from rlscale.fit.family import holm_adjusted, p_beyond
-from rlscale.fit.schema import Difference
+from rlscale.fit.results import Difference
 from rlscale.plan.new_seeds import eval_variances, mean_interval
 from rlscale.plan.observed import AtBudget, at_budget
 

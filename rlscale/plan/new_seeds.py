@@ -32,7 +32,7 @@ from scipy.stats import t as student_t
 
 from rlscale.fit.differences import Pooled
 from rlscale.fit.predict import VariantPrediction
-from rlscale.fit.run import EXTRAP_EVALS
+from rlscale.fit.one_run import EXTRAP_EVALS
 
 EVALS = EXTRAP_EVALS  # evals averaged into a run's observed reward at the budget (as the extrapolation check)
 NO_SPREAD = "one seed seen and no seed spread to pool: the spread of new seeds is unknown"

@@ -1,5 +1,5 @@
 """A run's observed reward at a budget C: the mean of its EVALS evals nearest C (one eval's noise is about
-as large as the differences a plan predicts, as in the extrapolation check of rlscale.fit.run), read at C
+as large as the differences a plan predicts, as in the extrapolation check of rlscale.fit.one_run), read at C
 along their least-squares line, which is their plain mean when they sit symmetrically around C and
 interpolates when they do not (a run that ends at C has its evals below it). A run whose last eval is below C
 has not reached the budget: it has no observed reward there.

@@ -34,7 +34,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from rlscale.fit.predict import VariantPrediction, predict_variants, predicted_tiers, tier_family, variant_spread
-from rlscale.fit.schema import FitSettings, RunFit, axis_label
+from rlscale.fit.results import FitSettings, RunFit, axis_label
 from rlscale.plan.new_seeds import NewSeeds, new_seeds
 
 PLAN_JSON = "plan.json"

@@ -8,7 +8,7 @@ from typing import List, Union
 from rich.table import Table
 from rich.text import Text
 
-from rlscale.fit.schema import axis_label
+from rlscale.fit.results import axis_label
 from rlscale.plan.planner import Crossings, Crossover, crossings
 from rlscale.runfolder.names import printable_tree
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from rlscale.report.draw import draw_report
-from rlscale.report.model import ReportData
+from rlscale.report.content import ReportData
 from rlscale.report.page import render_page
 from rlscale.report.formatting import FORMATS
 from rlscale.report.plotting import run_colors

@@ -8,9 +8,9 @@ from typing import Dict, List, Sequence, Tuple
 
 import matplotlib
 
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 from rlscale.report.figures import NamedFigure, RunPanels, extrapolation_figure, sweep_figures
-from rlscale.report.model import ReportData, SweepView
+from rlscale.report.content import ReportData, SweepView
 from rlscale.report.parallel_figure import parallel_figure
 from rlscale.report.plotting import STYLE, render
 from rlscale.report.pool import parallel_map

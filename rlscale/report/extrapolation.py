@@ -2,7 +2,7 @@
 
 Each run is fitted up to ``fit_until``; its curve is then checked against the mean of the last evals beyond
 it (three, fewer when the run has fewer: RunFit.extrap_evals), the prediction averaged over the same evals
-(rlscale.fit.run). The App. A.4 power law R = A - D/C^B fitted on the same window is checked the same way
+(rlscale.fit.one_run). The App. A.4 power law R = A - D/C^B fitted on the same window is checked the same way
 (PowerLawFit.extrap_abs_err), so the sigmoid's stability shows next to it (the paper's power law drifted to
 A = 1.0 on one window). Each row also shows the run's prediction interval of the observed mean, the error
 of carrying its last fitted evals forward and the best of the three methods, "within noise" where the held-out
@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 
 from rlscale.fit.forecast import ForecastSummary, best_text, summarize
 from rlscale.report.formatting import num
-from rlscale.report.model import ReportData, RunView
+from rlscale.report.content import ReportData, RunView
 
 
 @dataclass(frozen=True)

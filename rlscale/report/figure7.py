@@ -18,9 +18,9 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from rlscale.fit.schema import ComparisonRow, axis_label
+from rlscale.fit.results import ComparisonRow, axis_label
 from rlscale.report.curves import log_linearize
-from rlscale.report.model import SweepView
+from rlscale.report.content import SweepView
 
 ROBUST_QUANTILES = (0.05, 0.95)
 PAD = 0.08  # of the span of log10 F, each side

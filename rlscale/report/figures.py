@@ -17,9 +17,9 @@ from typing import Iterator, List, Optional
 import numpy as np
 from matplotlib.figure import Figure
 
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 from rlscale.report.figure7 import Y_LABEL, figure7
-from rlscale.report.model import TRUNCATION_FLAG, ReportData, RunView, SweepView
+from rlscale.report.content import TRUNCATION_FLAG, ReportData, RunView, SweepView
 from rlscale.report.plotting import (BAD, MARGINS, finish, fitted_curve, legend_text, panel_figure,
                                      points, power_law_curve, run_colors, set_scales, shorten, thin, unit)
 

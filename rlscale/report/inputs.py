@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from rlscale.fit.schema import FITS_JSON, FitResults, FitSettings
+from rlscale.fit.results import FITS_JSON, FitResults, FitSettings
 from rlscale.runfolder import find_runs
 
 

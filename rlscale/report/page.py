@@ -15,13 +15,13 @@ from typing import Dict, Tuple
 import jinja2
 
 from rlscale.fit.compare import table_family
-from rlscale.fit.schema import axis_label
+from rlscale.fit.results import axis_label
 from rlscale.plan.confirm_view import confirm_title, difference_text, holm_text, pair_text, runs_text
 from rlscale.plan.planner import EXTRAPOLATION_LIMIT
 from rlscale.plan.view import new_seeds_header, new_seeds_text, notes as plan_notes, title as plan_title
 from rlscale.report.extrapolation import extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
-from rlscale.report.model import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
+from rlscale.report.content import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
 from rlscale.report.ranking import by_seed, details, notes, p_text, points_text, rank_text
 from rlscale.report.summary import summarize
 

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 import numpy as np
 from scipy.stats import norm
 
-from rlscale.fit.schema import RunFit
+from rlscale.fit.results import RunFit
 
 MIN_POINTS = 4  # evals both metrics hold, for a correlation with an interval
 Z95 = float(norm.ppf(0.975))  # the two-sided 95 % normal quantile

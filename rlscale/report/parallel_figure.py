@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 from matplotlib.figure import Figure
 
-from rlscale.fit.schema import FitSettings, RunFit
+from rlscale.fit.results import FitSettings, RunFit
 from rlscale.report.curves import compute_grid, sigmoid
 from rlscale.report.parallel import ParallelSweep
 from rlscale.report.plotting import finish, legend_text, panel_figure, run_colors, shorten, unit

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from rlscale.fit.schema import FitResults, RunFit
-from rlscale.report.model import ReportData
+from rlscale.fit.results import FitResults, RunFit
+from rlscale.report.content import ReportData
 from rlscale.report.parallel import ParallelRun, ParallelSweep, paired
 
 

@@ -19,9 +19,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
-from rlscale.fit.schema import axis_label  # noqa: E402
+from rlscale.fit.results import axis_label  # noqa: E402
 from rlscale.report.curves import compute_grid, power_law, sigmoid  # noqa: E402
-from rlscale.report.model import RunView  # noqa: E402
+from rlscale.report.content import RunView  # noqa: E402
 
 LEGEND_MAX = 24
 BAD = "#b00020"

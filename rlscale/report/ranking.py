@@ -12,9 +12,9 @@ from dataclasses import dataclass, fields
 from typing import Dict, List, Optional
 
 from rlscale.fit.family import rule_name
-from rlscale.fit.schema import ComparisonRow
+from rlscale.fit.results import ComparisonRow
 from rlscale.report.formatting import DASH, ci, num, signed_ci
-from rlscale.report.model import RunView, VariantView
+from rlscale.report.content import RunView, VariantView
 
 
 # Fields of a comparison row that the tables show in their own cells, or that say which row it is.

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from rlscale.fit.noise import eval_noise
-from rlscale.fit.schema import EvalNoise
-from rlscale.report.model import ReportData, RunView, SweepView
+from rlscale.fit.results import EvalNoise
+from rlscale.report.content import ReportData, RunView, SweepView
 
 
 @dataclass(frozen=True)

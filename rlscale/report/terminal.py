@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rlscale.fit.schema import axis_label
+from rlscale.fit.results import axis_label
 from rlscale.report.extrapolation import ExtrapolationCheck, extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
-from rlscale.report.model import UNFINISHED_STATES, ReportData, SweepView
+from rlscale.report.content import UNFINISHED_STATES, ReportData, SweepView
 from rlscale.report.ranking import by_seed, note_text, rank_text
 from rlscale.report.summary import summarize
 from rlscale.runfolder.names import printable

@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Set
 from rlscale.runfolder.status import RunState, read_status, write_status
 from rlscale.sweep.dispatch import alive
 from rlscale.sweep.status import refs_under
-from rlscale.sweep.runner import DONE_STATES, FINAL_STATES
+from rlscale.sweep.orchestrator import DONE_STATES, FINAL_STATES
 from rlscale.sweep.spec import SpecError
 
 CANCELLED = "cancelled (rlscale cancel); rerun the sweep to resume it from its last checkpoint"

@@ -31,8 +31,8 @@ from omegaconf import OmegaConf
 from rlscale.fit.curves import Curve
 from rlscale.fit.predict import predict_variants
 from rlscale.fit.pruning import decide
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FitSettings
 from rlscale.runfolder import atomic_write_json, read_metrics, read_status
 from rlscale.runfolder.metrics import is_finite_number
 from rlscale.runfolder.status import PRUNE_REQUEST, RunState

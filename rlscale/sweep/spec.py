@@ -46,7 +46,7 @@ class VariantSpec:
 
 
 @dataclass(frozen=True)
-class Axis:
+class SweepAxis:
     """One grid axis: ``options`` are (label, overrides) pairs."""
 
     name: str
@@ -62,7 +62,7 @@ class SweepSpec:
     kind: str
     base: VariantSpec
     variants: Tuple[VariantSpec, ...]
-    axes: Tuple[Axis, ...]
+    axes: Tuple[SweepAxis, ...]
     seeds: int
     launcher: str
     overrides: Tuple[str, ...]
@@ -148,7 +148,7 @@ def load_spec(path: Path) -> SweepSpec:
         raise SpecError(f"{path}: field 'seeds': must be an integer >= 1, got {seeds!r}")
     base = _base(path, data.get("base"))
     variants: Tuple[VariantSpec, ...] = ()
-    axes: Tuple[Axis, ...] = ()
+    axes: Tuple[SweepAxis, ...] = ()
     if kind == "grid":
         if "variants" in data:
             raise SpecError(f"{path}: field 'variants': a grid spec takes 'axes', not 'variants'")
@@ -212,13 +212,13 @@ def _variants(path: Path, value: Any, base: VariantSpec) -> Tuple[VariantSpec, .
     return tuple(out)
 
 
-def _axes(path: Path, value: Any) -> Tuple[Axis, ...]:
+def _axes(path: Path, value: Any) -> Tuple[SweepAxis, ...]:
     """``axes: {KEY: [v1, v2]}`` (each option is ``KEY=v``, labelled ``<last part of KEY>-v``) or
     ``{AXIS: {LABEL: [overrides]}}`` for options that need several overrides."""
     if not isinstance(value, dict) or not value:
         raise SpecError(f"{path}: field 'axes': must map an override key to a list of values, or an axis "
                         "name to {label: [overrides]}")
-    axes: List[Axis] = []
+    axes: List[SweepAxis] = []
     for key, options in value.items():
         where = f"axes.{key}"
         if isinstance(options, list) and options:
@@ -235,7 +235,7 @@ def _axes(path: Path, value: Any) -> Tuple[Axis, ...]:
         else:
             raise SpecError(f"{path}: field '{where}': must be a non-empty list of values or a mapping "
                             "label -> overrides")
-        axes.append(Axis(name=str(key), options=tuple(pairs)))
+        axes.append(SweepAxis(name=str(key), options=tuple(pairs)))
     return tuple(axes)
 
 

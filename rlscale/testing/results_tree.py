@@ -21,8 +21,8 @@ from typing import List, Optional
 import numpy as np
 import yaml
 
-from rlscale.fit.run import EXTRAP_EVALS
-from rlscale.fit.schema import (FITS_JSON, ComparisonRow, FitResults, FitSettings, PowerLawFit, Prediction,
+from rlscale.fit.one_run import EXTRAP_EVALS
+from rlscale.fit.results import (FITS_JSON, ComparisonRow, FitResults, FitSettings, PowerLawFit, Prediction,
                                 RunFit)
 from rlscale.report.curves import power_law, sigmoid
 from rlscale.runfolder import atomic_write_json, atomic_write_text, write_status
@@ -219,7 +219,7 @@ def _run_fit(run: SyntheticRun, eval_x: np.ndarray, eval_y: np.ndarray, rng: np.
     p_D = float(r2 - r1) / (CUTOFF ** -p_B - FIT_UNTIL ** -p_B)
     p_A = float(r2) + p_D * FIT_UNTIL ** -p_B
     fit.power_law = PowerLawFit(A=p_A, D=p_D, B=p_B, sse=0.003)
-    # The extrapolation check as rlscale.fit.run makes it: the mean of the last EXTRAP_EVALS evals beyond
+    # The extrapolation check as rlscale.fit.one_run makes it: the mean of the last EXTRAP_EVALS evals beyond
     # fit_until against each form's prediction averaged over the same evals.
     beyond = eval_x > FIT_UNTIL
     if beyond.any():

@@ -19,7 +19,7 @@ from rlscale.cli import app
 from rlscale.runfolder import read_metrics
 from rlscale.sweep.status import collect, refs_under
 from rlscale.sweep.resolve import hydra_quote
-from rlscale.sweep.runner import SweepRequest, plan_sweep
+from rlscale.sweep.orchestrator import SweepRequest, plan_sweep
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rlscale.fit.api import fit_results
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 from rlscale.runfolder.metrics import read_metrics
 
 pytestmark = pytest.mark.slow

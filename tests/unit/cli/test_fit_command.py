@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from rlscale.cli.fit import fit_command
-from rlscale.fit.schema import FitResults
+from rlscale.fit.results import FitResults
 from rlscale.testing.curves import TABLE1, synthetic_curve
 
 REQUIRED_COLUMNS = ["sweep", "variant", "seed", "x", "n_points", "cutoff", "R0", "A", "B", "C_mid", "A_lo", "A_hi",
@@ -115,7 +115,7 @@ def test_identical_curves_with_perturbed_measured_times_give_identical_fits(tmp_
     """The default --x auto picks flops when the runs carry no gpu_hours (CPU), so a run slowed by load
     fits exactly like its twin; with --x core_hours the fitted points are still the same evals."""
     from rlscale.fit.api import fit_results
-    from rlscale.fit.schema import FitSettings
+    from rlscale.fit.results import FitSettings
 
     x, y = synthetic_curve(TABLE1["scalerl"], 40, 0.01, np.random.default_rng(4))
     slow = np.maximum.accumulate(x * np.random.default_rng(5).uniform(0.8, 1.3, x.size)) / 3600
@@ -154,7 +154,7 @@ def test_missing_source_is_a_usage_error(tmp_path):
 
 def test_parallel_fitting_gives_the_same_results(results_dir):
     from rlscale.fit.api import fit_results
-    from rlscale.fit.schema import FitSettings
+    from rlscale.fit.results import FitSettings
 
     settings = FitSettings(n_boot=20, predict_at=[30000.0])
     assert fit_results(results_dir, settings, jobs=2).to_json() == fit_results(results_dir, settings).to_json()

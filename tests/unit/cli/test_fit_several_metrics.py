@@ -15,7 +15,7 @@ from rlscale.cli.fit import fit_command
 from rlscale.cli.report import report_command
 from rlscale.fit.by_metric import further_fits
 from rlscale.fit.forms import sigmoid
-from rlscale.fit.schema import FitResults
+from rlscale.fit.results import FitResults
 from rlscale.report.parallel import correlation
 from rlscale.testing.curves import R0, TABLE1
 

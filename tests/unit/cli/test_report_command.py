@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rlscale.fit.schema import FITS_JSON, FitResults
+from rlscale.fit.results import FITS_JSON, FitResults
 from rlscale.cli.report import report_command
 from rlscale.report.inputs import stale_reason
 from rlscale.testing.results_tree import XSS_NAME, synthetic_plan, write_results

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlscale.config import ConfigError, compose_run_config, extras
+from rlscale.config import ConfigError, compose_run_config, packages
 
 
 def test_default_is_the_scalerl_recipe():
@@ -109,8 +109,8 @@ def test_default_length_penalty_starts_where_the_papers_does():
 def test_a_choice_whose_package_is_missing_is_refused_at_composition(overrides, absent, line, monkeypatch):
     """The package is hidden from the lookup (it is installed for the tests); a sweep composes every variant
     this way before it submits anything."""
-    real = extras.installed
-    monkeypatch.setattr(extras, "installed", lambda module: module != absent and real(module))
+    real = packages.installed
+    monkeypatch.setattr(packages, "installed", lambda module: module != absent and real(module))
     with pytest.raises(ConfigError) as err:
         compose_run_config(overrides)
     assert str(err.value).endswith(line)

@@ -16,8 +16,8 @@ from rlscale.fit.api import fit_results
 from rlscale.fit.compare import compare
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.ranking import tiers
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FINDINGS, FitSettings
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FINDINGS, FitSettings
 from rlscale.testing.curves import TABLE1, loo_sweep, write_run
 
 X = np.linspace(0, 16000, 49)
@@ -85,7 +85,7 @@ def test_a_not_identified_is_never_ranked_first_nor_in_the_fixed_a(tmp_path):
 
 def test_a_variant_is_compared_on_the_seeds_whose_A_is_identified():
     from rlscale.fit.compare import VariantFit
-    from rlscale.fit.schema import RunFit
+    from rlscale.fit.results import RunFit
 
     def run(seed, open_, a=0.6):
         return RunFit(sweep="s", variant="v", seed=seed, status="ok", A=a, B=2.0, C_mid=1.0,
@@ -280,7 +280,7 @@ def test_paper_method_end_to_end_with_small_grids(tmp_path):
 
 def test_a_variant_compared_on_a_curve_that_is_not_a_sigmoid_says_so():
     from rlscale.fit.compare import VariantFit
-    from rlscale.fit.schema import RunFit
+    from rlscale.fit.results import RunFit
 
     def run(seed, misfit=""):
         return RunFit(sweep="s", variant="v", seed=seed, status="ok", A=0.6, B=2.0, C_mid=1.0, A_identified=True,

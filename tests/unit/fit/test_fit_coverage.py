@@ -11,8 +11,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FitSettings
 from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve, rise_x
 from rlscale.fit.window import describe_rule
 

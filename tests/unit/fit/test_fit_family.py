@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import t as student_t
 
 from rlscale.fit.family import BONFERRONI, HOLM, NO_CORRECTION, adjusted, family, holm_adjusted, p_beyond
-from rlscale.fit.schema import Difference
+from rlscale.fit.results import Difference
 from rlscale.fit.verdicts import ceiling_p, ceiling_resolved, efficiency_p
 
 

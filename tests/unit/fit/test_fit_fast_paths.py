@@ -11,7 +11,7 @@ from scipy.special import logsumexp
 from rlscale.fit.correlated import (DRIFT_GRID, PHI_GRID, SHARE_GRID, estimate_residual_noise, jacobian)
 from rlscale.fit.fast import FixedAProfile, fit_fast
 from rlscale.fit.profile import profile_sse
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 from rlscale.fit.space import search_space
 from rlscale.fit.window import fit_window
 from rlscale.testing.curves import TABLE1, ar1_drift, synthetic_curve

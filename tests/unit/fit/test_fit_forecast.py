@@ -9,8 +9,8 @@ import pytest
 
 from rlscale.fit.api import fit_results, write_outputs
 from rlscale.fit.forecast import CARRY_FORWARD, POWER_LAW, SIGMOID, WITHIN_NOISE, best_method, summarize
-from rlscale.fit.run import fit_curve, window_points
-from rlscale.fit.schema import FitSettings, RunFit
+from rlscale.fit.one_run import fit_curve, window_points
+from rlscale.fit.results import FitSettings, RunFit
 from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve, synthetic_curve, write_run
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from rlscale.fit.api import MetricError, SourceError, fit_results
 from rlscale.fit.forms import sigmoid
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.results import FitSettings
 from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 
 SETTINGS = FitSettings(n_boot=10)

@@ -11,8 +11,8 @@ import pytest
 from rlscale.fit import bootstrap
 from rlscale.fit.binning import binned
 from rlscale.fit.curves import Curve
-from rlscale.fit.run import MIN_INTERVAL_POINTS, fit_curve
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.one_run import MIN_INTERVAL_POINTS, fit_curve
+from rlscale.fit.results import FitSettings
 from rlscale.fit.window import describe_rule
 from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve
 

@@ -15,8 +15,8 @@ from rlscale.fit.forms import power_law, sigmoid
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
 from rlscale.fit.profile import profile_interval_a, profile_sse
-from rlscale.fit.run import residual_noise
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.one_run import residual_noise
+from rlscale.fit.results import FitSettings
 from rlscale.fit.space import SearchSpace, search_space
 from rlscale.testing.curves import R0, TABLE1, synthetic_curve
 from rlscale.fit.window import fit_window

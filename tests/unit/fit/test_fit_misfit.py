@@ -11,11 +11,11 @@ from rich.console import Console
 
 from rlscale.fit.api import write_outputs
 from rlscale.fit.misfit import POWER_LAW_BETTER, STEP_CHANGE, misfit_note
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FITS_CSV, FitResults, FitSettings, RunFit
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FITS_CSV, FitResults, FitSettings, RunFit
 from rlscale.fit.table import render
 from rlscale.report.build import write_report
-from rlscale.report.model import load_report
+from rlscale.report.content import load_report
 from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve
 from rlscale.testing.misfit_curves import PowerLawSpec, StepSpec, power_law_run, step_run
 from rlscale.testing.results_tree import synthetic_plan, write_results

@@ -13,8 +13,8 @@ import pytest
 
 from rlscale.fit.api import fit_results
 from rlscale.fit.pooled import below_pooled, pooled_ratios
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FitSettings, RunFit
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FitSettings, RunFit
 from rlscale.fit.window import describe_rule
 from rlscale.testing.curves import TABLE1, EvalDraw, drawn_curve
 

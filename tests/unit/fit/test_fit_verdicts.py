@@ -10,7 +10,7 @@ import pytest
 
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.pairing import SeedTable, variance_share
-from rlscale.fit.schema import Difference, RunFit
+from rlscale.fit.results import Difference, RunFit
 from rlscale.fit.verdicts import Resolution, prompts_to_resolve, seeds_to_resolve, verdict
 
 PAIRED = "paired n=3"

@@ -144,7 +144,7 @@ def test_new_seeds_fall_in_the_prediction_interval_at_about_its_level(tmp_path):
 
 
 def test_a_tie_the_new_runs_separate_refines_the_tiers_and_a_reversal_breaks_them():
-    from rlscale.fit.schema import Difference
+    from rlscale.fit.results import Difference
     from rlscale.plan.confirm import AHEAD, TIED, PairCheck, _tier_verdict
 
     def pair(planned, verdict):

@@ -12,13 +12,13 @@ from rich.console import Console
 
 from rlscale.fit.api import fit_results
 from rlscale.fit.forecast import best_text
-from rlscale.fit.run import EXTRAP_EVALS
-from rlscale.fit.schema import FitResults, FitSettings
+from rlscale.fit.one_run import EXTRAP_EVALS
+from rlscale.fit.results import FitResults, FitSettings
 from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 from rlscale.report.build import write_report
 from rlscale.report.extrapolation import extrapolation_check
 from rlscale.report.formatting import ci, num
-from rlscale.report.model import load_report
+from rlscale.report.content import load_report
 from rlscale.testing.results_tree import synthetic_plan, write_results
 from rlscale.report.terminal import print_summary
 

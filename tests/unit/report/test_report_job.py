@@ -7,7 +7,7 @@ import json
 import yaml
 
 from rlscale.report.job import JobView
-from rlscale.report.model import load_report
+from rlscale.report.content import load_report
 from rlscale.testing.results_tree import synthetic_plan, write_results
 
 CLUSTER_LINE = {"step": 10, "kind": "eval", "gpu_hours": 3.0, "gpus": 20, "nodes": 2, "tasks_per_node": 8}

@@ -9,11 +9,11 @@ from typing import List, Tuple
 import matplotlib
 import pytest
 
-from rlscale.fit.schema import ComparisonRow, FitResults, PowerLawFit, RunFit
+from rlscale.fit.results import ComparisonRow, FitResults, PowerLawFit, RunFit
 from rlscale.report.build import write_report
 from rlscale.report.draw import draw_report
 from rlscale.report.figures import RunPanels
-from rlscale.report.model import load_report
+from rlscale.report.content import load_report
 from rlscale.report.plotting import STYLE, run_colors
 from rlscale.testing.results_tree import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
 
@@ -205,7 +205,7 @@ def test_figure7_axes_are_labelled_and_span_the_datas_robust_range(tmp_path, x):
     points' robust range and the lines of slope B."""
     import numpy as np
 
-    from rlscale.fit.schema import axis_label
+    from rlscale.fit.results import axis_label
     from rlscale.report.figure7 import Y_LABEL, figure7
     from rlscale.report.figures import loo_figure
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from rlscale.report.build import write_report
-from rlscale.report.model import load_report
+from rlscale.report.content import load_report
 from rlscale.report.samples import read_samples
 from rlscale.testing.results_tree import synthetic_plan, write_results
 

@@ -14,8 +14,8 @@ from rlscale.fit.api import fit_results
 from rlscale.fit.forms import sigmoid
 from rlscale.fit.predict import predict_variants
 from rlscale.fit.pruning import decide
-from rlscale.fit.run import fit_curve
-from rlscale.fit.schema import FitSettings
+from rlscale.fit.one_run import fit_curve
+from rlscale.fit.results import FitSettings
 from rlscale.testing.curves import R0, TABLE1, LooNoise, sweep_curves, truncated, write_run
 from rlscale.plan.planner import plan_sweeps
 from rlscale.runfolder import write_status

@@ -9,7 +9,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from rlscale.config import ConfigError, compose_run_config, extras, typed
+from rlscale.config import ConfigError, compose_run_config, packages, typed
 from rlscale.runfolder.metrics import MetricsLog, read_metrics
 from rlscale.tracking import TrackerMissing, open_tracker
 from rlscale.tracking.progress import ProgressLines
@@ -48,7 +48,7 @@ def test_no_logger_by_default_and_a_missing_package_is_one_line(tmp_path, monkey
 
 
 def test_a_tracker_that_fails_to_import_in_the_run_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(extras, "installed", lambda module: True)  # found when composed, gone in the run
+    monkeypatch.setattr(packages, "installed", lambda module: True)  # found when composed, gone in the run
     cfg = typed(compose_run_config(["logger=mlflow"]))
     monkeypatch.setitem(sys.modules, "mlflow", None)
     with pytest.raises(TrackerMissing, match=r"^logger=mlflow: the mlflow package is not installed \(pip install"):
@@ -56,7 +56,7 @@ def test_a_tracker_that_fails_to_import_in_the_run_is_one_line(tmp_path, monkeyp
 
 
 def test_wandb_defaults_to_offline(monkeypatch):
-    monkeypatch.setattr(extras, "installed", lambda module: True)
+    monkeypatch.setattr(packages, "installed", lambda module: True)
     assert OmegaConf.to_container(compose_run_config(["logger=wandb"]).logger)["mode"] == "offline"
 
 

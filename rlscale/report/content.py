@@ -17,7 +17,7 @@ import numpy as np
 import yaml
 
 from rlscale.fit.curves import resolve_x
-from rlscale.fit.schema import ComparisonRow, FitResults, FitSettings, RunFit
+from rlscale.fit.results import ComparisonRow, FitResults, FitSettings, RunFit
 from rlscale.report.job import JobView
 from rlscale.report.parallel import ParallelSweep
 from rlscale.report.pool import parallel_map

@@ -84,7 +84,7 @@ from rlscale.fit.misfit import assess_misfit
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
 from rlscale.fit.profile import profile_interval_a
-from rlscale.fit.schema import FitSettings, PowerLawFit, Prediction, RunFit
+from rlscale.fit.results import FitSettings, PowerLawFit, Prediction, RunFit
 from rlscale.fit.space import SearchSpace, search_space
 from rlscale.fit.window import Window, fit_window
 

@@ -126,7 +126,7 @@ class RunFit:
     invalid, failed) with a one-line ``message``. ``points_x``/``points_y`` are all eval points and
     ``points_t`` their position on the deterministic axis ``t_axis`` (flops, else step) on which the window
     is decided (rlscale.fit.window). ``A_identified`` is False, with ``A_identified_reason``, when A or its
-    interval reaches the edge of its range or the run ends before its curve bends (rlscale.fit.run);
+    interval reaches the edge of its range or the run ends before its curve bends (rlscale.fit.one_run);
     ``A_interval_open`` when only the interval does;
     ``eval_se`` is the median standard error of the fitted evals (``<y>_se``), ``eval_samples`` the
     median ``val_samples`` and ``eval_prompts`` the median ``val_prompts`` (distinct eval prompts), when the
@@ -134,7 +134,7 @@ class RunFit:
     (rlscale.fit.correlated); ``A_se`` is A's standard error read off its interval (half its width over the
     normal quantile of the level), ``A_se_within`` the part the run's own residuals make (without the eval
     set's shared offset). ``extrap_*``: the ``--fit-until`` check against the mean of the last
-    ``extrap_evals`` evals (rlscale.fit.run): ``extrap_lo``/``extrap_hi`` its prediction interval
+    ``extrap_evals`` evals (rlscale.fit.one_run): ``extrap_lo``/``extrap_hi`` its prediction interval
     (rlscale.fit.forecast; ``extrap_covered`` whether it holds the observation, ``extrap_drift`` the drift
     carried forward, ``extrap_noise_rule`` "estimated" or "conservative"), the carry-forward baseline
     (``extrap_cf_*``), the power law's prediction (``extrap_pl_predicted``) and the method nearest the

@@ -8,10 +8,10 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from rlscale.fit.schema import FITS_JSON, ComparisonRow, FitResults, RunFit
+from rlscale.fit.results import FITS_JSON, ComparisonRow, FitResults, RunFit
 from rlscale.report.curves import log_linearize, sigmoid
 from rlscale.report.formatting import ci, num
-from rlscale.report.model import TRUNCATION_FLAG, Series, load_report
+from rlscale.report.content import TRUNCATION_FLAG, Series, load_report
 from rlscale.report.summary import summarize
 from rlscale.testing.results_tree import XSS_NAME, synthetic_plan, write_results
 
