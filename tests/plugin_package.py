@@ -1,5 +1,6 @@
 """A package of plug-ins (``loss.name`` and ``task.name`` values ``module:attribute``) written into a folder, with
-objects that do not provide the interfaces, for the tests of plug-ins."""
+objects that do not provide the interfaces, for the tests of plug-ins; and the package metadata by which an
+installed package offers a plug-in under a name of its own (an entry point of ``rlscale.losses``)."""
 from __future__ import annotations
 
 import re
@@ -11,12 +12,36 @@ PACKAGE = "plugs"
 REPORTED_RATIO = 2.0  # the ratio the plug-in loss reports, a value no built-in loss logs as ratio_mean
 
 LOSSES = f'''
+from dataclasses import dataclass
+
 import torch
 
-from rlscale.config.schema import LossConfig
+from rlscale.knobs import knob
+from rlscale.rl.losses import LossConfig
 from rlscale.rl import LossTokens, PolicyTerm
 
 NOT_CALLABLE = 3
+
+
+@dataclass
+class ClippedConfig(LossConfig):
+    """The knob of ``clipped_reinforce``."""
+
+    clip: float = knob(1.0, "advantages are clipped to [-clip, clip]", gt=0)
+
+
+def clipped_reinforce(tokens: LossTokens, spec: ClippedConfig) -> PolicyTerm:
+    """-clip(A, -clip, clip) log pi, reporting its clip as the ratio, so that metrics.jsonl shows the knob acted."""
+    return PolicyTerm(loss=-tokens.advantages.clamp(-spec.clip, spec.clip) * tokens.logp,
+                      ratio=torch.full_like(tokens.logp, spec.clip), clipped=tokens.advantages.abs() > spec.clip)
+
+
+class NotAConfig:
+    pass
+
+
+def bad_config(tokens: LossTokens, spec: NotAConfig) -> PolicyTerm:
+    raise AssertionError("never called")
 
 
 def reinforce(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
@@ -97,6 +122,16 @@ def write_package(root: Path, modules: Dict[str, str], package: str = PACKAGE) -
 def write_plugins(root: Path) -> Path:
     """The package ``plugs``: ``plugs.losses``, ``plugs.tasks`` and ``plugs.broken`` under ``root``."""
     return write_package(root, {"losses": LOSSES, "tasks": TASKS, "broken": BROKEN})
+
+
+def write_entry_points(root: Path, group: str, points: Dict[str, str], distribution: str = "plugs") -> None:
+    """The metadata of an installed distribution under ``root`` (a ``.dist-info`` folder) that offers ``points``
+    (name -> ``module:attribute``) in the entry-point group ``group``, as ``pip install`` of a package declaring
+    ``[project.entry-points."<group>"]`` writes it."""
+    info = root / f"{distribution}-0.1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
 
 
 def documented_examples(doc: Path) -> Dict[str, str]:

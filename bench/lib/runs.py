@@ -5,6 +5,8 @@ from __future__ import annotations
 from lib.shapes import Shape
 from lib.workloads import Workload
 from rlscale.config.schema import RunConfig
+from rlscale.rl.curriculum import CurriculumConfig
+from rlscale.rl.length import InterruptionConfig
 
 
 def run_config(work: Workload, shape: Shape, fp32_head: bool, offpolicy: str, device: str) -> RunConfig:
@@ -13,13 +15,12 @@ def run_config(work: Workload, shape: Shape, fp32_head: bool, offpolicy: str, de
     cfg.model.dtype = "bfloat16" if device == "cuda" else "float32"
     cfg.generation.max_think_tokens = work.think
     cfg.generation.max_answer_tokens = work.answer
-    cfg.length.name = "interruption"
-    cfg.length.window = [work.think, work.think]
+    cfg.length = InterruptionConfig(window=[work.think, work.think])
     cfg.precision.lm_head_fp32 = fp32_head
     cfg.precision.name = "fp32_head" if fp32_head else "bf16_head"
     cfg.batch.prompts, cfg.batch.generations, cfg.batch.micro_batch = work.prompts, work.generations, shape.micro_batch
     cfg.offpolicy.name = offpolicy
     cfg.offpolicy.max_lag, cfg.offpolicy.batches_per_version = 8, 1  # PipelineRL-8; PPO on-policy
-    cfg.curriculum.name = "uniform"
+    cfg.curriculum = CurriculumConfig(name="uniform")
     cfg.optim.lr = 1e-6
     return cfg

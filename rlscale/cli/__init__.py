@@ -7,6 +7,7 @@ import functools
 from typing import Callable
 
 import typer
+from typer.core import TyperCommand
 
 from rlscale.cli.confirm import confirm_command
 from rlscale.cli.fit import fit_command
@@ -63,10 +64,18 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
     """Run, fit and report RL-compute scaling experiments (ScaleRL)."""
 
 
+class TakesOverrides(TyperCommand):
+    """A command that takes Hydra overrides; its --help ends with the config values (``axes_help``), composed
+    when the help is shown: the tables of some axes live in the modules of their code, which import torch."""
+
+    def format_help(self, ctx, formatter) -> None:
+        self.epilog = (f"{axes_help()} Every field: {DOCS_DIR / 'configuration.md'}; plug-ins: "
+                       f"{DOCS_DIR / 'extending.md'}.")
+        super().format_help(ctx, formatter)
+
+
 # the commands that take Hydra overrides: options anywhere among them, the config values listed in --help
-TAKES_OVERRIDES = {"context_settings": {"allow_interspersed_args": True},
-                   "epilog": f"{axes_help()} Every field: {DOCS_DIR / 'configuration.md'}; plug-ins: "
-                             f"{DOCS_DIR / 'extending.md'}."}
+TAKES_OVERRIDES = {"context_settings": {"allow_interspersed_args": True}, "cls": TakesOverrides}
 app.command("run", **TAKES_OVERRIDES)(one_line_errors(run_command))
 app.command("sweep", **TAKES_OVERRIDES)(one_line_errors(sweep_command))
 app.command("status")(one_line_errors(status_command))

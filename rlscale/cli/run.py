@@ -33,7 +33,7 @@ def run_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="with -m: write the configs, submit nothing"),
 ) -> None:
     """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json)."""
-    from rlscale.config import ConfigError, load_run_config
+    from rlscale.config import ConfigError, load_run_config, typed
     from rlscale.paths import add_config_dir
     from rlscale.runfolder.names import printable
     from rlscale.runfolder.status import read_status
@@ -54,25 +54,25 @@ def run_command(
         if multirun:
             _multirun(overrides or [], config_name, force, name, results, seeds, dry_run)
             return
-        resuming = run_dir is not None
-        if not resuming:
-            run_dir = prepare_run_dir(overrides or [], config_name, force)
-        elif not (run_dir / "config.yaml").exists():
-            raise ConfigError(f"--run-dir {printable(run_dir)}: no config.yaml there")
-        load_run_config(run_dir / "config.yaml")  # refused before any write
-        steps = requested_steps(run_dir, overrides or []) if resuming else None
-        if resuming and force:
-            start_over(run_dir)
-        if steps is not None:
-            extend_run(run_dir, steps)
-        max_steps = int(load_run_config(run_dir / "config.yaml").trainer.max_steps)
+        if run_dir is None:
+            run_dir, config = prepare_run_dir(overrides or [], config_name, force)
+        else:
+            if not (run_dir / "config.yaml").exists():
+                raise ConfigError(f"--run-dir {printable(run_dir)}: no config.yaml there")
+            config = load_run_config(run_dir / "config.yaml")  # refused before any write
+            steps = requested_steps(run_dir, overrides or [])
+            if force:
+                start_over(run_dir)
+            if steps is not None:
+                config = extend_run(run_dir, config, steps)
+        max_steps = int(config.trainer.max_steps)
     except ConfigError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
     if finished(run_dir, max_steps):
         typer.echo(printable(f"{run_dir}: finished (done at step {max_steps} of {max_steps}); nothing to do"))
         raise typer.Exit(0)
-    state = train_run_dir(run_dir, progress=True)
+    state = train_run_dir(run_dir, progress=True, cfg=typed(config))
     reason = read_status(run_dir).get("reason") if state != "done" else ""
     typer.echo(printable(f"{run_dir}: {state}" + (f": {reason}" if reason else "")))
     raise typer.Exit(0 if state == "done" else 1)

@@ -68,6 +68,8 @@ def sweep_command(
             plan = plan_sweep(request)  # validates every variant; writes nothing
             held.enter_context(FolderLock(plan.sweep_dir, "sweep folder"))  # until the sweep is watched to its end
             plan = decide(plan.spec, plan.sweep_dir, plan.runs, plan.cli, request)
+            for note in sorted({f"variant {run.run.variant}: {note}" for run in plan.runs for note in run.notes}):
+                console.print(f"note: {note}", markup=False)
             write_sweep(plan, force=force, reason="not submitted (dry run)" if dry_run else "queued")
             if dry_run:
                 console.print(variants_table(f"sweep {plan.spec.name} ({plan.spec.kind}, {plan.record.launcher})",

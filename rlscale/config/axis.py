@@ -8,11 +8,15 @@ not provide the axis's interface (``PlugIn``). This module imports nothing of rl
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import importlib.metadata
 import inspect
+import typing
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Dict, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Dict, Mapping, Optional, Tuple, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -47,11 +51,21 @@ class PlugIn:
                 from its TaskConfig, ``("cfg",)``); empty when the object itself provides the protocol (a loss
                 function provides ``__call__``).
     doc:        one line for ``docs/configuration.md``.
+    entry_points: the group of the Python entry points by which an installed package offers plug-ins under
+                names of their own (``[project.entry-points."rlscale.losses"] clipped = "my_pkg.losses:clipped"``
+                makes ``loss.name=clipped`` select it, and ``rlscale run --help`` list it); empty: none.
     """
 
     protocol: str
     built_from: Tuple[str, ...] = ()
     doc: str = ""
+    entry_points: str = ""
+
+    def installed(self) -> Dict[str, str]:
+        """name -> ``module:attribute`` of every plug-in an installed package offers (``entry_points``)."""
+        if not self.entry_points:
+            return {}
+        return {point.name: point.value for point in importlib.metadata.entry_points(group=self.entry_points)}
 
     def problem(self, found: Any) -> Optional[str]:
         """Why ``found`` does not provide the protocol, None when it does."""
@@ -100,6 +114,20 @@ def _takes(found: Any, arguments: Tuple[str, ...]) -> bool:
     return True
 
 
+def _doc_line(code: Any) -> str:
+    """The first line of ``code``'s docstring: an option's doc in a table of functions."""
+    return (inspect.getdoc(code) or "").partition("\n")[0].strip().rstrip(".")
+
+
+def _annotated(code: Any, parameter: str, base: str) -> Any:
+    """The annotation of ``code``'s argument ``parameter`` (``base``, resolved, when it has none)."""
+    try:
+        hints = typing.get_type_hints(code)
+    except Exception:  # an annotation that does not resolve reads as none
+        hints = {}
+    return hints.get(parameter) or resolve(base)
+
+
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return text if isinstance(err, (ImportError, AttributeError)) else f"{type(err).__name__}: {text}"
@@ -110,37 +138,59 @@ class Axis:
     """The values one config field accepts, each with its meaning and the code that acts on it.
 
     field:   the dotted config field, ``loss.name``.
-    options: name -> ``Option``.
+    options: name -> ``Option``; or ``module:attribute`` of a table name -> function in the module of the code
+             (``rlscale.rl.losses:LOSSES``), read when the names are first needed: each function is the option's
+             factory and its docstring's first line the option's doc, so an option is added in its own module.
     group:   the config group whose files select a value (each file of ``conf/<group>/`` sets
              ``field`` to one of ``options``, and every option is set by one file at least); None when
              the field is set directly.
     presets: the group's files are presets with names of their own (``model=smollm2`` sets
              ``model.name=hf``); otherwise each file is named by the option it selects (``loss=dapo``).
     plugin:  what a value ``module:attribute`` must name; None: the axis takes its names only.
+    config:  ``(parameter, base)`` for an axis whose options have config classes of their own: the config class of
+             a name is the annotation of its factory's ``parameter`` (a plug-in's too, the base when it has
+             none), a subclass of ``base`` (``module:attribute``); the section holding ``field`` is typed by it
+             (``config_class``). None: the section has one type for every option (``rlscale.config.schema``).
     """
 
     field: str
-    options: Mapping[str, Option]
+    options: Union[Mapping[str, Option], str]
     group: Optional[str] = None
     presets: bool = False
     plugin: Optional[PlugIn] = None
+    config: Optional[Tuple[str, str]] = None
+
+    @cached_property
+    def choices(self) -> Mapping[str, Option]:
+        """name -> ``Option``, the table of ``options`` read when it names one."""
+        if not isinstance(self.options, str):
+            return self.options
+        module = self.options.partition(":")[0]
+        return MappingProxyType({name: Option(_doc_line(code), f"{module}:{code.__qualname__}")
+                                 for name, code in resolve(self.options).items()})
 
     @property
     def names(self) -> Tuple[str, ...]:
-        return tuple(self.options)
+        return tuple(self.choices)
+
+    @property
+    def section(self) -> str:
+        """The config section holding ``field``: ``loss``."""
+        return self.field.rpartition(".")[0]
 
     def problem(self, value: Any) -> Optional[str]:
         """The one-line complaint about ``value``, None when it is one of the names or a plug-in that imports
         and provides the axis's interface."""
-        if value in self.options:
+        if value in self.choices:
             return None
-        if self.plugin is None or not (isinstance(value, str) and ":" in value):
+        path = self._plugin_path(value)
+        if path is None:
             return f"field '{self.field}': '{value}' is not one of {', '.join(self.names)}"
         try:
-            found = resolve(value)
+            found = resolve(path)
         except Exception as err:  # importing the user's module runs its code, which may raise anything
             return f"field '{self.field}': '{value}' cannot be imported ({_one_line(err)})"
-        why = self.plugin.problem(found)
+        why = self.plugin.problem(found) or self._config_problem(found)
         if why:
             protocol = self.plugin.protocol
             return f"field '{self.field}': '{value}' is not a {protocol.rpartition(':')[2]} ({protocol}): {why}"
@@ -156,17 +206,45 @@ class Axis:
         """The code that acts on ``value``: its option's factory, or the plug-in it names, imported now;
         ValueError with ``problem``'s line for a value the axis does not take."""
         self.check(value)
-        if value not in self.options:
-            return resolve(value)
-        factory = self.options[value].factory
+        if value not in self.choices:
+            return resolve(self._plugin_path(value))
+        if isinstance(self.options, str):  # a table of the code's module
+            return resolve(self.options)[value]
+        factory = self.choices[value].factory
         if factory is None:
             raise TypeError(f"{self.field}: no code is registered for '{value}'")
         return resolve(factory)
+
+    def _plugin_path(self, value: Any) -> Optional[str]:
+        """The ``module:attribute`` a plug-in value names (itself, or an installed plug-in's name), None when the
+        value names no plug-in."""
+        if self.plugin is None or not isinstance(value, str):
+            return None
+        return value if ":" in value else self.plugin.installed().get(value)
+
+    def config_class(self, value: Any) -> type:
+        """The config class of ``value`` (``config``); ValueError with ``problem``'s line for a value the axis
+        does not take."""
+        if self.config is None:
+            raise TypeError(f"{self.field}: the options of this axis share one config type")
+        return _annotated(self.load(value), *self.config)
+
+    def _config_problem(self, found: Any) -> Optional[str]:
+        """Why a plug-in's config class is not a subclass of the axis's base, None when it is (or the axis has
+        no config classes)."""
+        if self.config is None:
+            return None
+        parameter, base = self.config
+        klass = _annotated(found, parameter, base)
+        if not (isinstance(klass, type) and dataclasses.is_dataclass(klass) and issubclass(klass, resolve(base))):
+            return (f"the annotation of its '{parameter}' argument, {getattr(klass, '__name__', klass)}, is not a "
+                    f"dataclass subclassing {base}")
+        return None
 
     def table(self, values: Mapping[str, T]) -> Mapping[str, T]:
         """``values`` (data per name, such as the field holding each off-policy mode's k), read-only, once it is
         checked to cover exactly these names, so a name added without its value (or the reverse) fails at
         import."""
-        if set(values) != set(self.options):
-            raise TypeError(f"{self.field}: the values {sorted(values)} are not the names {sorted(self.options)}")
+        if set(values) != set(self.choices):
+            raise TypeError(f"{self.field}: the values {sorted(values)} are not the names {sorted(self.choices)}")
         return MappingProxyType(dict(values))

@@ -5,10 +5,11 @@ fault, before any compute starts.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from hydra import compose, version
 from hydra._internal.hydra import Hydra
@@ -20,7 +21,9 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from rlscale.config.schema import RunConfig
+from rlscale.config.axis import Axis
+from rlscale.config.registry import TYPED_BY_OPTION
+from rlscale.config.schema import FLAT_DEFAULTS, RunConfig
 from rlscale.paths import config_dirs
 
 
@@ -29,12 +32,40 @@ SCHEMA_NAME = "rlscale_schema"
 
 def register_schema() -> None:
     """Make ``RunConfig`` the base of conf/config.yaml's defaults list, so every schema field can be
-    overridden without a ``+`` and an unknown key fails with its name."""
-    ConfigStore.instance().store(name=SCHEMA_NAME, node=RunConfig)
+    overridden without a ``+`` and an unknown key fails with its name. The sections typed by their option
+    (``TYPED_BY_OPTION``) are plain mappings there: each is typed once the option is known (``_validated``)."""
+    node = OmegaConf.structured(RunConfig)
+    for axis in TYPED_BY_OPTION:
+        node[axis.section] = {"name": node[axis.section].name}
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=node)
+
+
+def with_option_knobs(overrides: Sequence[str]) -> List[str]:
+    """``overrides`` with each plain ``SECTION.KNOB=VALUE`` of a section typed by its option (``loss.clip=0.5``)
+    written as Hydra's add-or-override ``++``: which knobs a section has depends on the option chosen, so the
+    composed mapping may lack the key; the option's config class then checks it (``_validated``)."""
+    sections = {axis.section for axis in TYPED_BY_OPTION}
+    return [f"++{item}" if item[:1] not in "+~" and item.partition("=")[0].partition(".")[0] in sections
+            and "." in item.partition("=")[0] else item for item in overrides]
 
 
 class ConfigError(ValueError):
     """A run configuration that cannot be used; the message is one line naming the culprit."""
+
+
+class ForeignKnob(ConfigError):
+    """A knob of another option of the same axis (``length.window`` with length=penalty); ``field`` is its dotted
+    name. A sweep's shared overrides may set one for the variants whose option has it (rlscale.sweep.resolve)."""
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.field = field
+
+
+class _ForeignKnob(ValueError):
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.field = field
 
 
 def _one_line(err: Exception) -> str:
@@ -65,7 +96,7 @@ def compose_raw(overrides: Sequence[str] = (), config_name: str = "config") -> D
     try:
         version.setbase("1.3")
         Hydra.create_main_hydra2(task_name="rlscale", config_search_path=search_path)  # sets GlobalHydra
-        return compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
+        return compose(config_name=config_name, overrides=with_option_knobs(overrides), return_hydra_config=True)
     except HydraException as err:
         raise ConfigError(_hydra_error(err)) from None
     finally:
@@ -133,7 +164,7 @@ def load_run_config(path: Path) -> DictConfig:
         raise ConfigError(f"{path}: not a mapping of config fields; a run's config.yaml holds its resolved config")
     if not raw:
         raise ConfigError(f"{path}: empty; a run's config.yaml holds its resolved config")
-    return _validated(raw, source=str(path))
+    return _validated(raw, source=str(path), written=True)
 
 
 def _field_error(key: Optional[str], err: Exception) -> str:
@@ -144,17 +175,56 @@ def _field_error(key: Optional[str], err: Exception) -> str:
     return retired_problem(str(key)) or f"field '{key}': {_one_line(err)}{_key_suggestion(key) if unknown else ''}"
 
 
-def _validated(raw: DictConfig, source: str) -> DictConfig:
+def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfig:
+    """The typed, resolved, validated, read-only config of ``raw``: each section typed by its option
+    (``_option_section``), every other field by ``RunConfig``. ``written``: ``raw`` is a config.yaml, whose
+    sections may hold the knobs of older schemas (``FLAT_DEFAULTS``)."""
     from rlscale.config.validate import validate
 
+    fields = OmegaConf.to_container(raw)
     try:
+        sections = {axis.section: _option_section(axis, fields.get(axis.section), written) for axis in TYPED_BY_OPTION}
         # merge a plain copy: keys added with +key=... that the schema lacks then fail by name
-        cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), OmegaConf.to_container(raw))
+        cfg = OmegaConf.merge(OmegaConf.structured(RunConfig),
+                              {key: value for key, value in fields.items() if key not in sections})
+        for section, node in sections.items():
+            cfg[section] = node
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as err:
         raise ConfigError(f"{source}: {_field_error(getattr(err, 'full_key', None), err)}") from None
+    except _ForeignKnob as err:
+        raise ForeignKnob(f"{source}: {err}", err.field) from None
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
     problems = validate(cfg)
     if problems:
         raise ConfigError(f"{source}: {problems[0]}")
     OmegaConf.set_readonly(cfg, True)
     return cfg
+
+
+def _option_section(axis: Axis, fields: Any, written: bool) -> DictConfig:
+    """The section of ``axis`` typed by its option's config class (``Axis.config_class``); a knob the option does
+    not have fails with its dotted name and the closest knob it has. ValueError for a name the axis does not take."""
+    section = dict(fields) if isinstance(fields, dict) else {}
+    name = section.get("name", getattr(RunConfig(), axis.section).name)
+    axis.check(name)
+    klass = axis.config_class(name)
+    known = {f.name for f in dataclasses.fields(klass)}
+    if written:  # knobs an older flat schema wrote for every option at their defaults, never read by this one
+        flat = FLAT_DEFAULTS[axis.section]
+        section = {k: v for k, v in section.items() if k in known or k not in flat or v != flat[k]}
+    unknown = [key for key in section if key not in known]
+    if unknown:
+        elsewhere = [other for other in axis.names if other != name
+                     and unknown[0] in {f.name for f in dataclasses.fields(axis.config_class(other))}]
+        hint = (f"; it is a knob of {' and '.join(f'{axis.section}={o}' for o in elsewhere)}" if elsewhere
+                else _suggestion(unknown[0], sorted(known), f"{axis.section}."))
+        line = (f"field '{axis.section}.{unknown[0]}': {axis.field}={name} has no such knob (its knobs: "
+                f"{', '.join(sorted(known - {'name'})) or 'none'}){hint}")
+        raise _ForeignKnob(line, f"{axis.section}.{unknown[0]}") if elsewhere else ValueError(line)
+    try:
+        return OmegaConf.merge(OmegaConf.structured(klass), section)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None)
+        raise ValueError(_field_error(f"{axis.section}.{key}" if key else axis.section, err)) from None

@@ -3,18 +3,21 @@
     python -m rlscale.config.reference > docs/configuration.md
 
 Every field of ``rlscale.config.schema.RunConfig`` with its default (the embedded default's value), the
-values it accepts (the names of ``rlscale.config.registry`` for a design axis, else its type), the paper
-section it implements and its documentation; a test fails when the committed file differs from this output.
+values it accepts (the names of ``rlscale.config.registry`` for a design axis, else its type and bounds,
+``rlscale.knobs``), the paper section it implements and its documentation; a section typed by its option
+(``rlscale.config.registry.TYPED_BY_OPTION``) lists the knobs every option has, then each option's own. A test
+fails when the committed file differs from this output.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import typing
-from typing import Any, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
-from rlscale.config.registry import BY_FIELD, Axis
+from rlscale.config.registry import BY_FIELD, TYPED_BY_OPTION, Axis
 from rlscale.config.schema import RunConfig
+from rlscale.knobs import bound_text
 
 PREAMBLE = """# Configuration reference
 
@@ -56,40 +59,75 @@ def _type_name(annotation: Any) -> str:
             Any: "see meaning"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
 
-def _allowed(axis: Any, annotation: Any) -> str:
+def _allowed(axis: Any, f: dataclasses.Field, annotation: Any) -> str:
     if isinstance(axis, Axis):
         return " \\| ".join([f"`{name}`" for name in axis.names] + (["`module:attribute`"] if axis.plugin else []))
-    return _type_name(annotation)
+    bounds = bound_text(f)
+    return _type_name(annotation) + (f", {_cell(bounds.removesuffix(' or null'))}" if bounds else "")
 
 
-def _rows(cls: type, prefix: str) -> Iterator[str]:
+HEADER = ["| field | default | accepts | paper | meaning |", "|---|---|---|---|---|"]
+
+
+def _rows(cls: type, prefix: str, skip: Iterator[str] = (), defaults: Optional[Dict[str, Any]] = None) -> Iterator[str]:
+    """The table rows of ``cls``'s fields (less ``skip``), each default from ``defaults`` where it has one."""
     hints = typing.get_type_hints(cls)
+    skipped = set(skip)
     for f in dataclasses.fields(cls):
-        if dataclasses.is_dataclass(hints[f.name]):
+        if dataclasses.is_dataclass(hints[f.name]) or "axis" in f.metadata or f.name in skipped:
             continue
         dotted = f"{prefix}{f.name}"
-        yield (f"| `{dotted}` | {_shown(_default(f))} | {_allowed(BY_FIELD.get(dotted), hints[f.name])} | "
+        default = (defaults or {}).get(f.name, _default(f))
+        yield (f"| `{dotted}` | {_shown(default)} | {_allowed(BY_FIELD.get(dotted), f, hints[f.name])} | "
                f"{f.metadata['paper']} | {_cell(f.metadata['doc'])} |")
+
+
+def _choices(axis: Axis) -> List[str]:
+    picked = f"`{axis.group}=NAME`" if axis.group and not axis.presets else f"`{axis.field}=NAME`"
+    plugin = [f"- `{axis.field}=module:attribute`: {axis.plugin.doc}"] if axis.plugin else []
+    return [f"{picked}:", ""] + [f"- `{name}`: {option.doc}" for name, option in axis.choices.items()] + plugin + [""]
 
 
 def _section(title: str, doc: str, cls: type, prefix: str) -> List[str]:
     lines = [f"## {title}", "", _cell(" ".join(doc.split())), ""]
     for axis in (a for dotted, a in BY_FIELD.items() if dotted.startswith(prefix) and "." not in dotted[len(prefix):]):
-        picked = f"`{axis.group}=NAME`" if axis.group and not axis.presets else f"`{axis.field}=NAME`"
-        plugin = [f"- `{axis.field}=module:attribute`: {axis.plugin.doc}"] if axis.plugin else []
-        lines += [f"{picked}:", ""] + [f"- `{name}`: {option.doc}" for name, option in axis.options.items()]
-        lines += plugin + [""]
-    header = ["| field | default | accepts | paper | meaning |", "|---|---|---|---|---|"]
-    return lines + header + list(_rows(cls, prefix)) + [""]
+        lines += _choices(axis)
+    return lines + HEADER + list(_rows(cls, prefix)) + [""]
+
+
+def _option_section(axis: Axis) -> List[str]:
+    """A section typed by its option: the knobs of every option (the axis's base class), then each option's own
+    (those its class adds, or whose default it changes)."""
+    base = axis.config_class(next(iter(axis.names))).__mro__
+    base = next(klass for klass in reversed(base) if dataclasses.is_dataclass(klass))
+    prefix = f"{axis.section}."
+    plugin = (f"; a plug-in's config class, the annotation of its `{axis.config[0]}` argument, subclasses it"
+              if axis.plugin else "")
+    default = {"name": getattr(RunConfig(), axis.section).name}
+    lines = [f"## `{axis.section}`", "", _cell(" ".join((base.__doc__ or "").split())), "", *_choices(axis),
+             f"Every option's knobs (`{base.__module__}.{base.__name__}`{plugin}):", "", *HEADER,
+             *_rows(base, prefix, defaults=default), ""]
+    shared = {f.name: _default(f) for f in dataclasses.fields(base)}
+    for name in axis.names:
+        klass = axis.config_class(name)
+        same = [f.name for f in dataclasses.fields(klass) if f.name in shared and _default(f) == shared[f.name]]
+        own = list(_rows(klass, prefix, skip=same + ["name"]))
+        if own:
+            lines += [f"`{axis.section}={name}` (`{klass.__name__}`): {_cell(' '.join((klass.__doc__ or '').split()))}",
+                      "", *HEADER, *own, ""]
+    return lines
 
 
 def reference() -> str:
     """The Markdown text of ``docs/configuration.md``."""
     hints = typing.get_type_hints(RunConfig)
     lines = [PREAMBLE]
+    by_section = {axis.section: axis for axis in TYPED_BY_OPTION}
     for f in dataclasses.fields(RunConfig):
         cls = hints[f.name]
-        if dataclasses.is_dataclass(cls):
+        if f.name in by_section:
+            lines += _option_section(by_section[f.name])
+        elif dataclasses.is_dataclass(cls):
             lines += _section(f"`{f.name}`", cls.__doc__ or "", cls, f"{f.name}.")
     lines += _section("The run", "Seed, names and folders of one run.", RunConfig, "")
     return "\n".join(lines).rstrip("\n") + "\n"

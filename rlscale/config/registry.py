@@ -7,14 +7,20 @@ names. ``loss.name`` and ``task.name`` also take a plug-in, ``module:attribute``
 numbers refer to "The Art of Scaling Reinforcement Learning Compute for LLMs" (arXiv 2510.13786). This module
 imports nothing of rlscale but the registry type, so anything may import it.
 
+The options of the axes of ``rlscale.rl`` (loss, aggregation, normalization, curriculum, length) are tables in the
+modules of their code (``rlscale.rl.losses:LOSSES``, ...), and those of loss, curriculum and length each have a
+config class of its own: adding one touches its module and its ``conf/`` file.
+
 What each axis's factories are called with:
 
-- loss: ``(tokens: LossTokens, spec: LossConfig) -> PolicyTerm``, a ``rlscale.rl.losses.PolicyLoss``;
-- aggregation: ``(lengths, groups) -> denominators`` (``rlscale.rl.aggregation``);
-- normalization: ``(centered, groups, eps) -> advantages`` (``rlscale.rl.advantages``);
-- curriculum: ``(num_prompts, cfg: CurriculumConfig) -> NoPositiveResamplingPool``;
+- loss: ``(tokens: LossTokens, spec: LossConfig) -> PolicyTerm``, a ``rlscale.rl.losses.PolicyLoss``, its config
+  class the annotation of ``spec``;
+- aggregation: ``(lengths, groups) -> denominators`` (``rlscale.rl.aggregation:AGGREGATIONS``);
+- normalization: ``(centered, groups, eps) -> advantages`` (``rlscale.rl.advantages:NORMALIZATIONS``);
+- curriculum: ``(num_prompts, cfg: CurriculumConfig) -> NoPositiveResamplingPool``, its config class the
+  annotation of ``cfg``;
 - length: ``(rewards, lengths, correct, cfg: LengthConfig) -> rewards`` (the reward shaping; the generators
-  read ``interruption`` themselves);
+  read ``interruption`` themselves), its config class the annotation of ``cfg``;
 - offpolicy: ``(cfg: RunConfig, sampler, model, run_dir) -> RolloutSource``;
 - model: ``(cfg: RunConfig, task) -> (model, tokenizer)``, the tokenizer's ``think`` saying whether the model
   knows a thinking turn;
@@ -26,35 +32,19 @@ What each axis's factories are called with:
 """
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
 from typing import Mapping, Tuple
 
-from rlscale.config.axis import Axis, Option, PlugIn
+from rlscale.config.axis import Axis, Option, PlugIn, resolve
 
-LOSS = Axis("loss.name", {
-    "cispo": Option("-sg(min(rho, cispo_cap)) A log pi: truncated IS weight, gradient through log pi "
-                    "(ScaleRL, Sec. 3.2)", "rlscale.rl.losses:cispo"),
-    "dapo": Option("PPO-clip with DAPO's asymmetric clip [1 - eps_low, 1 + eps_high] (Section-2 baseline)",
-                   "rlscale.rl.losses:token_ppo"),
-    "grpo": Option("PPO-clip with GRPO's symmetric clip [1 - 0.2, 1 + 0.2] (Sec. 3.2)",
-                   "rlscale.rl.losses:token_ppo"),
-    "gspo": Option("PPO-clip on the sequence ratio, the geometric mean of the token ratios, eps ~4e-3 (Sec. 3.2)",
-                   "rlscale.rl.losses:gspo"),
-}, group="loss", plugin=PlugIn("rlscale.rl.losses:PolicyLoss",
-                               doc="a loss function of your own, a `PolicyLoss` ([extending.md](extending.md))"))
-AGGREGATION = Axis("aggregation.name", {
-    "prompt": Option("token mean within each prompt's group, then mean over prompts (ScaleRL, Sec. 3.2)",
-                     "rlscale.rl.aggregation:prompt_denominator"),
-    "sample": Option("token mean of each sequence, then mean over sequences (Section-2 baseline)",
-                     "rlscale.rl.aggregation:sample_denominator"),
-    "token": Option("mean over all tokens of the batch (DAPO)", "rlscale.rl.aggregation:token_denominator"),
-}, group="aggregation")
-NORMALIZATION = Axis("normalization.name", {
-    "batch": Option("A_i / std of all advantages of the batch (ScaleRL, Sec. 3.2)", "rlscale.rl.advantages:by_batch"),
-    "group": Option("A_i / (std of the prompt's group + eps) (GRPO, Section-2 baseline)",
-                    "rlscale.rl.advantages:by_group"),
-    "none": Option("A_i = r_i - mean(group), not divided (Dr. GRPO)", "rlscale.rl.advantages:unscaled"),
-}, group="normalization")
+LOSS = Axis("loss.name", "rlscale.rl.losses:LOSSES", group="loss",
+            plugin=PlugIn("rlscale.rl.losses:PolicyLoss",
+                          doc="a loss function of your own, a `PolicyLoss` ([extending.md](extending.md))",
+                          entry_points="rlscale.losses"),
+            config=("spec", "rlscale.rl.losses:LossConfig"))
+AGGREGATION = Axis("aggregation.name", "rlscale.rl.aggregation:AGGREGATIONS", group="aggregation")
+NORMALIZATION = Axis("normalization.name", "rlscale.rl.advantages:NORMALIZATIONS", group="normalization")
 PRECISION = Axis("precision.name", {  # labels: precision.lm_head_fp32 acts
     "fp32_head": Option("LM head in FP32 on the generator and the trainer (ScaleRL, Sec. 3.2)"),
     "bf16_head": Option("LM head in bf16 (Section-2 baseline)"),
@@ -64,18 +54,10 @@ FILTERING = Axis("filtering.name", {  # labels: filtering.zero_variance and filt
     "dynamic_sampling": Option("DAPO dynamic sampling: resample to refill the batch with non-zero-variance groups"),
     "none": Option("no filtering (Section-2 baseline)"),
 }, group="filtering")
-CURRICULUM = Axis("curriculum.name", {
-    "no_positive_resampling": Option("prompts whose pass rate reaches the threshold leave the pool for good "
-                                     "(ScaleRL, Sec. 3.2)", "rlscale.rl.curriculum:no_positive_resampling"),
-    "uniform": Option("uniform resampling of the whole pool (Section-2 baseline)",
-                      "rlscale.rl.curriculum:uniform_resampling"),
-}, group="curriculum")
-LENGTH = Axis("length.name", {
-    "interruption": Option("the think trace is cut at a random length in the window, then the answer follows "
-                           "(ScaleRL, Sec. 3.2)", "rlscale.rl.length:unshaped"),
-    "penalty": Option("DAPO overlong penalty on correct traces (Sec. 3.2)", "rlscale.rl.length:overlong_penalty"),
-    "none": Option("no length control: the budgets alone truncate", "rlscale.rl.length:unshaped"),
-}, group="length")
+CURRICULUM = Axis("curriculum.name", "rlscale.rl.curriculum:CURRICULA", group="curriculum",
+                  config=("cfg", "rlscale.rl.curriculum:CurriculumConfig"))
+LENGTH = Axis("length.name", "rlscale.rl.length:LENGTHS", group="length",  # the generators read interruption's knobs
+              config=("cfg", "rlscale.rl.length:LengthConfig"))
 OFFPOLICY = Axis("offpolicy.name", {
     "pipeline": Option("PipelineRL-k: streaming generators, weights updated in flight (ScaleRL, Sec. 3.1)",
                        "rlscale.train.offpolicy.pipeline:PipelineSource.from_config"),
@@ -137,6 +119,8 @@ LOGGER_MODE = Axis("logger.mode", {  # passed to W&B
     "disabled": Option("W&B does nothing"),
 })
 
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH)
+"""The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)
 BY_FIELD: Mapping[str, Axis] = MappingProxyType({axis.field: axis for axis in AXES})
@@ -145,7 +129,24 @@ BY_FIELD: Mapping[str, Axis] = MappingProxyType({axis.field: axis for axis in AX
 def axes_help() -> str:
     """Every axis as ``rlscale run --help`` lists it: ``loss=cispo|dapo|grpo|gspo`` where the group's files
     are named by the option, else the field: ``model.name=tiny|hf``; an axis that takes plug-ins adds
-    ``or loss.name=MODULE:ATTRIBUTE``."""
+    ``or loss.name=MODULE:ATTRIBUTE`` and the plug-ins installed packages offer, with their own knobs."""
     axes = (f"{axis.group if axis.group and not axis.presets else axis.field}={'|'.join(axis.names)}"
-            + (f" or {axis.field}=MODULE:ATTRIBUTE" if axis.plugin else "") for axis in AXES)
+            + (f" or {axis.field}=MODULE:ATTRIBUTE" if axis.plugin else "") + _installed_help(axis) for axis in AXES)
     return "Config values: " + "; ".join(axes) + "."
+
+
+def _installed_help(axis: Axis) -> str:
+    """`` (installed: loss.name=clipped with loss.clip, ...)``: the installed plug-ins of ``axis`` and the knobs
+    their config classes add, or "" (no brackets: --help's rich text would read them as markup)."""
+    installed = axis.plugin.installed() if axis.plugin else {}
+    if not installed:
+        return ""
+    base = {f.name for f in dataclasses.fields(resolve(axis.config[1]))} if axis.config else set()
+
+    def knobs(name: str) -> str:
+        if axis.config is None or axis.problem(name):
+            return ""
+        own = [f"{axis.section}.{f.name}" for f in dataclasses.fields(axis.config_class(name)) if f.name not in base]
+        return f" with {' and '.join(own)}" if own else ""
+
+    return " (installed: " + ", ".join(f"{axis.field}={name}{knobs(name)}" for name in installed) + ")"

@@ -12,19 +12,22 @@ Learning Compute for LLMs" (arXiv 2510.13786).
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
-from rlscale.config.registry import OFFPOLICY
+from rlscale.config.axis import Axis
+from rlscale.config.registry import CURRICULUM, LENGTH, LOSS, OFFPOLICY, TYPED_BY_OPTION
+from rlscale.knobs import knob
+
+MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
 
 
-def knob(default: Any, doc: str, paper: str = "") -> Any:
-    """A schema field with its documentation and paper section (empty: no counterpart in the paper)."""
-    meta = {"doc": doc, "paper": paper}
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
-    return field(default=default, metadata=meta)
+def option_default(axis: Axis, name: str, paper: str = "Sec. 3.2") -> Any:
+    """A section typed by its option (``rlscale.config.registry.TYPED_BY_OPTION``), by default the config of
+    ``name``, built from its class's defaults."""
+    return field(default_factory=lambda: axis.config_class(name)(),
+                 metadata={"doc": f"the option's own config class ({axis.field} names it; default {name})",
+                           "paper": paper, "axis": axis.field})
 
 
 @dataclass
@@ -36,18 +39,19 @@ class ModelConfig:
                      "weights; ``hf``: a local Hugging Face checkpoint (``path``)")
     path: Optional[str] = knob(None, "hf: the checkpoint directory (or the name of a packaged GGUF model)")
     gguf_file: Optional[str] = knob(None, "hf: the GGUF file inside ``path``, de-quantized on load")
-    hidden_size: int = knob(128, "tiny: hidden size")
-    num_layers: int = knob(2, "tiny: decoder layers")
-    num_heads: int = knob(4, "tiny: attention heads")
-    intermediate_size: int = knob(256, "tiny: MLP width")
-    max_position_embeddings: int = knob(256, "tiny: longest sequence")
-    warmup_steps: int = knob(300, "tiny: steps of the supervised warm-up")
-    warmup_lr: float = knob(3.0e-3, "tiny: learning rate of the warm-up")
-    warmup_batch: int = knob(64, "tiny: sequences per warm-up step")
+    hidden_size: int = knob(128, "tiny: hidden size", gt=0)
+    num_layers: int = knob(2, "tiny: decoder layers", gt=0)
+    num_heads: int = knob(4, "tiny: attention heads", gt=0)
+    intermediate_size: int = knob(256, "tiny: MLP width", gt=0)
+    max_position_embeddings: int = knob(256, "tiny: longest sequence", gt=0)
+    warmup_steps: int = knob(300, "tiny: steps of the supervised warm-up", ge=0)
+    warmup_lr: float = knob(3.0e-3, "tiny: learning rate of the warm-up", gt=0)
+    warmup_batch: int = knob(64, "tiny: sequences per warm-up step", gt=0)
     warmup_correct_fraction: float = knob(0.2, "tiny: fraction of warm-up demonstrations with the correct answer, so "
-                                          "the warmed-up policy is right some of the time (R0 low, not zero)")
+                                          "the warmed-up policy is right some of the time (R0 low, not zero)",
+                                          ge=0, le=1)
     dtype: str = knob("float32", "parameter dtype (float32, bfloat16, float16); bf16 weights train with FP32 master "
-                      "weights")
+                      "weights", one_of=("float32", "bfloat16", "float16"))
 
 
 @dataclass
@@ -62,9 +66,9 @@ class TaskConfig:
     dataset_kwargs: dict = knob({}, "reasoning_gym: arguments of the task's generator, over its defaults (chain_sum's "
                                 "here: 2-4 one-digit terms, a difficulty mix); a key the task does not take fails by "
                                 "name. On the command line ``+task.dataset_kwargs.KEY=VALUE`` adds one")
-    train_size: int = knob(2000, "training prompts (math: at most this many rows)")
+    train_size: int = knob(2000, "training prompts (math: at most this many rows)", gt=0)
     val_size: int = knob(400, "held-out validation prompts (reasoning_gym: distinct, none a training prompt; refused "
-                         "when the task cannot give that many); the eval is their mean pass rate", "Sec. 2")
+                         "when the task cannot give that many); the eval is their mean pass rate", "Sec. 2", gt=0)
     path: Optional[str] = knob(None, "math: the problems file (jsonl or parquet; verl or Polaris columns)")
     val_path: Optional[str] = knob(None, "math: a separate validation file (else ``val_size`` rows of ``path`` "
                                    "are held out)")
@@ -75,7 +79,7 @@ class TaskConfig:
     answer_key: str = knob("answer", "math: the reference answer column")
     answer_format: str = knob("exact", "how the answer is asked for and checked (``rlscale.tasks.answer_format``)",
                               "Sec. 2")
-    seed: int = knob(1234, "seed of the task's problems and of the held-out split")
+    seed: int = knob(1234, "seed of the task's problems and of the held-out split", ge=0, le=MAX_SEED)
 
 
 @dataclass
@@ -84,7 +88,7 @@ class MixturePart:
     training prompts and its own task config."""
 
     name: str = knob("part", "the part's name, in its metrics: ``reward/<name>``, ``val_reward/<name>``")
-    weight: float = knob(1.0, "its share of the RL pool's prompts, relative to the other parts' weights")
+    weight: float = knob(1.0, "its share of the RL pool's prompts, relative to the other parts' weights", gt=0)
     task: TaskConfig = field(default_factory=TaskConfig)
 
 
@@ -99,22 +103,6 @@ class MixtureConfig:
 
 
 @dataclass
-class LossConfig:
-    """Policy loss; rho = pi_train / pi_generator_old per token (GSPO: per sequence)."""
-
-    name: str = knob("cispo", "the loss type", "Sec. 3.2")
-    eps_low: float = knob(0.2, "PPO-clip losses (grpo, dapo, gspo): rho >= 1 - eps_low; the loss group's files set "
-                          "each loss's own (grpo 0.2, dapo 0.2, gspo 4e-3); unused by cispo", "Sec. 3.2")
-    eps_high: float = knob(0.28, "PPO-clip losses (grpo, dapo, gspo): rho <= 1 + eps_high (grpo 0.2, dapo's "
-                           "clip-higher 0.28, gspo 4e-3); unused by cispo, whose cap is ``cispo_cap``", "Sec. 3.2")
-    cispo_cap: float = knob(4.0, "cispo: the cap on the importance ratio itself, sg(min(rho, cispo_cap)) (eps_max of "
-                            "the paper and of MiniMax-M1; 4, 5 and 8 did equally well)", "Sec. 3.2")
-    tis_cap: Optional[float] = knob(None, "truncated importance sampling weight min(pi_train_old / pi_gen, cap) "
-                                    "against the trainer/generator mismatch (null = off)")
-    kl_coef: float = knob(0.0, "weight of a k3 KL term to the initial policy (the paper uses none)", "Sec. 2")
-
-
-@dataclass
 class AggregationConfig:
     """How per-token losses become one scalar."""
 
@@ -126,7 +114,7 @@ class NormalizationConfig:
     """Advantage normalization of A_i = r_i - mean(group)."""
 
     name: str = knob("batch", "the advantage normalization", "Sec. 3.2")
-    eps: float = knob(1.0e-6, "added to the std, so a zero-variance group gets advantage 0")
+    eps: float = knob(1.0e-6, "added to the std, so a zero-variance group gets advantage 0", ge=0)
 
 
 @dataclass
@@ -146,38 +134,7 @@ class FilteringConfig:
                                "shrinks)", "Sec. 3.2")
     dynamic_sampling: bool = knob(False, "DAPO dynamic sampling: generate again to refill the batch with prompts "
                                   "whose rewards differ", "Sec. 3.2")
-    max_rounds: int = knob(3, "dynamic sampling: extra generation rounds per step at most")
-
-
-@dataclass
-class CurriculumConfig:
-    """No-Positive-Resampling or uniform resampling of the training pool."""
-
-    name: str = knob("no_positive_resampling", "the curriculum", "Sec. 3.2")
-    threshold: float = knob(0.9, "no_positive_resampling: a prompt whose recent pass rate (over its last ``window`` "
-                            "visits) reaches this is removed for good: the epoch under way keeps its order, every "
-                            "later epoch leaves the prompt out", "Sec. 3.2")
-    window: int = knob(1, "no_positive_resampling: the visits (G samples each; an epoch visits every active prompt "
-                       "once) whose samples give the recent pass rate; 1: the prompt's latest epoch", "Sec. 3.2")
-    pool_size: int = knob(128, "the RL pool is the first ``pool_size`` training prompts (0, or more than the split "
-                          "holds: the whole split; the tiny model's warm-up still sees the whole split). A pool that "
-                          "the run goes through several times lets the curriculum act, as over the paper's epochs")
-
-
-@dataclass
-class LengthConfig:
-    """Length control. The paper's budget is 12,288 think + 2,048 answer tokens; the embedded default's 24 + 8."""
-
-    name: str = knob("interruption", "the length control", "Sec. 3.2")
-    window: List[int] = knob([20, 24], "interruption: [lo, hi], the think length at which the phrase is appended, "
-                             "drawn uniformly (paper: [10k, 12k] of a 12,288-token think budget)", "Sec. 3.2")
-    phrase: str = knob("Okay, time is up. Let me stop thinking and formulate a final answer now. </think>",
-                       "interruption: the text appended before the answer is generated", "Sec. 3.2")
-    l_max: int = knob(32, "penalty: DAPO's L_max in clip((l_max - |y|) / l_cache - 1, -1, 0) on correct traces "
-                      "(paper: 14k of a 14,336-token budget; here the 32-token budget)", "Sec. 3.2")
-    l_cache: int = knob(5, "penalty: DAPO's L_cache, the penalty ramps over the last l_cache tokens before l_max "
-                        "(paper: 2k, the penalty starting at 84 % of the budget; here 5, at 27 of 32 tokens); "
-                        "0 < l_cache <= l_max <= max_think_tokens + max_answer_tokens", "Sec. 3.2")
+    max_rounds: int = knob(3, "dynamic sampling: extra generation rounds per step at most", ge=0)
 
 
 @dataclass
@@ -188,9 +145,9 @@ class GenerationConfig:
                       "and the answer is the text after ``</think>``; off, the prompt is rendered with thinking "
                       "disabled and the whole completion is the answer; auto: on for the tiny model and for chat "
                       "templates that know thinking")
-    max_think_tokens: int = knob(24, "think budget in tokens (paper: 12,288)", "Sec. 2")
-    max_answer_tokens: int = knob(8, "answer budget in tokens after the think trace (paper: 2,048)", "Sec. 2")
-    temperature: float = knob(1.0, "sampling temperature of training and eval generations")
+    max_think_tokens: int = knob(24, "think budget in tokens (paper: 12,288)", "Sec. 2", gt=0)
+    max_answer_tokens: int = knob(8, "answer budget in tokens after the think trace (paper: 2,048)", "Sec. 2", gt=0)
+    temperature: float = knob(1.0, "sampling temperature of training and eval generations", gt=0)
 
 
 @dataclass
@@ -202,21 +159,21 @@ class OffpolicyConfig:
     batches_per_version: int = knob(2, "ppo: PPO-off-policy-k's k, the batches generated with one policy version "
                                     "before k updates of one batch each, so a batch is 0..k-1 versions stale (0 or 1: "
                                     "on-policy). Paper: 8 (4 and 8 equal); scaled down for the embedded default's "
-                                    "short runs", "Sec. 3.1")
+                                    "short runs", "Sec. 3.1", ge=0)
     max_lag: int = knob(2, "pipeline: PipelineRL-k's k, the most versions a trained token's sampling policy may lag "
                         "the trainer: generators wait when k + 1 batches ahead (0: on-policy). Paper: 8; scaled "
                         "down for the embedded default's short runs (at 8 a 60-step tiny run dips below R0 first)",
-                        "Sec. 3.1")
+                        "Sec. 3.1", ge=0)
     num_generators: int = knob(1, "pipeline: generator processes beside the trainer (on GPU machines on the GPUs "
-                                  "after the trainer's)")
+                                  "after the trainer's)", gt=0)
     queue_size: int = knob(4, "pipeline: finished chunks waiting for the trainer at most; a full queue stalls the "
-                           "generators")
+                           "generators", gt=0)
     update_every_tokens: int = knob(16, "pipeline: 0 = a generator takes new weights at its next decode step after "
                                     "they are published, the paper's \"as soon as an update finishes\" (which version "
                                     "samples which token then depends on timing); N > 0 = scheduled in-flight updates: "
                                     "a chunk issued at version v samples decode step s with version v + s // N, so one "
                                     "seed gives one curve, a resumed run included. On GPUs pass 0 or about the decode "
-                                    "steps a generator makes during one update", "Sec. 3.1")
+                                    "steps a generator makes during one update", "Sec. 3.1", ge=0)
 
 
 OFFPOLICY_K = OFFPOLICY.table({"pipeline": "offpolicy.max_lag", "ppo": "offpolicy.batches_per_version"})
@@ -227,10 +184,11 @@ OFFPOLICY_K = OFFPOLICY.table({"pipeline": "offpolicy.max_lag", "ppo": "offpolic
 class BatchConfig:
     """The batch of one update (paper: 48 prompts x 16 generations = 768 sequences)."""
 
-    prompts: int = knob(8, "prompts per update (paper: 48)", "Sec. 2")
-    generations: int = knob(8, "generations per prompt, the group of the advantage baseline (paper: 16)", "Sec. 2")
+    prompts: int = knob(8, "prompts per update (paper: 48)", "Sec. 2", gt=0)
+    generations: int = knob(8, "generations per prompt, the group of the advantage baseline (paper: 16); at least 2: "
+                            "with one, every advantage r_i - mean(group) is 0 and nothing trains", "Sec. 2", ge=2)
     micro_batch: int = knob(0, "sequences per forward/backward in gradient accumulation (0 = the whole batch); the "
-                            "objective does not change with it")
+                            "objective does not change with it", ge=0)
 
 
 @dataclass
@@ -238,12 +196,12 @@ class OptimConfig:
     """AdamW with a constant learning rate after a linear warm-up (paper: lr 5e-7, eps 1e-15, weight decay 0.01,
     100 warm-up steps)."""
 
-    lr: float = knob(1.0e-4, "learning rate (paper: 5e-7; scaled for the tiny model)", "Sec. 2")
-    betas: List[float] = knob([0.9, 0.999], "AdamW betas", "Sec. 2")
-    eps: float = knob(1.0e-15, "AdamW epsilon", "Sec. 2")
-    weight_decay: float = knob(0.01, "AdamW weight decay", "Sec. 2")
-    warmup_steps: int = knob(5, "steps of the linear learning-rate warm-up (paper: 100)", "Sec. 2")
-    grad_clip: float = knob(1.0, "gradient norm clip")
+    lr: float = knob(1.0e-4, "learning rate (paper: 5e-7; scaled for the tiny model)", "Sec. 2", gt=0)
+    betas: List[float] = knob([0.9, 0.999], "AdamW betas", "Sec. 2", ge=0, lt=1)
+    eps: float = knob(1.0e-15, "AdamW epsilon", "Sec. 2", ge=0)
+    weight_decay: float = knob(0.01, "AdamW weight decay", "Sec. 2", ge=0)
+    warmup_steps: int = knob(5, "steps of the linear learning-rate warm-up (paper: 100)", "Sec. 2", ge=0)
+    grad_clip: float = knob(1.0, "gradient norm clip", gt=0)
 
 
 @dataclass
@@ -252,10 +210,10 @@ class EngineConfig:
 
     generator: str = knob("torch", "the generator backend")
     learner: str = knob("torch", "the learner backend")
-    zero_stage: int = knob(2, "deepspeed: the ZeRO stage")
+    zero_stage: int = knob(2, "deepspeed: the ZeRO stage", one_of=(0, 1, 2, 3))
     device: str = knob("auto", "where the run computes")
     threads: int = knob(0, "torch intra-op threads of the run (0 = leave as is); PipelineRL on CPU shares them "
-                        "equally between the trainer and its generator processes")
+                        "equally between the trainer and its generator processes", ge=0)
     compile: bool = knob(True, "on CUDA, torch.compile the torch learner's forward and backward and the torch "
                          "generator's per-layer decode work; no effect on CPU")
 
@@ -264,13 +222,14 @@ class EngineConfig:
 class TrainerConfig:
     """Loop length and cadence."""
 
-    max_steps: int = knob(60, "optimizer steps of the run")
-    eval_every: int = knob(6, "steps between evals of the held-out split (and at step 0) (paper: every 100)", "Sec. 2")
-    eval_samples: int = knob(1, "samples per held-out prompt in an eval (paper: 16)", "Sec. 2")
-    eval_samples_logged: int = knob(4, "completions of each eval written to the run's samples.jsonl (0 = none)")
-    checkpoint_every: int = knob(10, "steps between checkpoints")
+    max_steps: int = knob(60, "optimizer steps of the run", gt=0)
+    eval_every: int = knob(6, "steps between evals of the held-out split (and at step 0) (paper: every 100)", "Sec. 2",
+                           gt=0)
+    eval_samples: int = knob(1, "samples per held-out prompt in an eval (paper: 16)", "Sec. 2", gt=0)
+    eval_samples_logged: int = knob(4, "completions of each eval written to the run's samples.jsonl (0 = none)", ge=0)
+    checkpoint_every: int = knob(10, "steps between checkpoints", gt=0)
     truncation_warn: float = knob(0.10, "warn when the truncation rate of a batch exceeds this (the paper saw "
-                                  "10-15 % destabilize runs)", "Sec. 3.2")
+                                  "10-15 % destabilize runs)", "Sec. 3.2", ge=0, le=1)
 
 
 @dataclass
@@ -278,7 +237,7 @@ class DownstreamSet:
     """An eval set beside the run's own held-out split: another task's held-out prompts, scored by that task."""
 
     name: str = knob("set", "the set's name, in its metrics: ``val_reward/<name>``")
-    samples: int = knob(1, "samples per prompt of this set in an eval")
+    samples: int = knob(1, "samples per prompt of this set in an eval", ge=1)
     task: TaskConfig = field(default_factory=TaskConfig)
 
 
@@ -298,28 +257,29 @@ class LauncherConfig:
     """Where sweep variants run."""
 
     name: str = knob("local", "the launcher")
-    max_parallel: int = knob(0, "local: runs at once (0 = as many lanes as the machine's GPUs or cores allow)")
+    max_parallel: int = knob(0, "local: runs at once (0 = as many lanes as the machine's GPUs or cores allow)", ge=0)
     partition: Optional[str] = knob(None, "slurm: partition")
     account: Optional[str] = knob(None, "slurm: account")
     qos: Optional[str] = knob(None, "slurm: quality of service")
-    gpus_per_node: int = knob(0, "slurm: GPUs per job")
+    gpus_per_node: int = knob(0, "slurm: GPUs per job", ge=0)
     nodes: int = knob(1, "nodes of one run's job (more than 1: launcher=slurm); the run's trainer ranks are "
-                      "``nodes`` x ``tasks_per_node`` less ``generator_tasks``, data parallel over DeepSpeed ZeRO")
+                      "``nodes`` x ``tasks_per_node`` less ``generator_tasks``, data parallel over DeepSpeed ZeRO",
+                      gt=0)
     tasks_per_node: int = knob(1, "tasks per node of one run's job: trainer ranks (more than one in all: "
                                "engine.learner=deepspeed; on CUDA at most ``gpus_per_node``, each task on the GPU of "
                                "its local rank), then the generator tasks; rank 0 generates (unless generator tasks "
-                               "do), evaluates and writes the run folder, the other ranks share each update")
+                               "do), evaluates and writes the run folder, the other ranks share each update", gt=0)
     generator_tasks: int = knob(0, "the job's last tasks that run PipelineRL's generators instead of trainer ranks, "
                                 "one generator each (on CUDA on its task's GPU), on any node, e.g. a second node of 8; "
                                 "they take the published weights over the network "
                                 "(rlscale.train.offpolicy.pipeline_remote). 0: the generators are "
-                                "``offpolicy.num_generators`` processes of rank 0, on its node", "Sec. 3.1")
-    cpus_per_task: int = knob(1, "slurm: CPUs per job")
-    mem_gb: float = knob(4.0, "slurm: memory per job in GB")
-    timeout_min: int = knob(60, "slurm: time limit of a job in minutes")
-    array_parallelism: int = knob(16, "slurm: jobs of one array running at once")
+                                "``offpolicy.num_generators`` processes of rank 0, on its node", "Sec. 3.1", ge=0)
+    cpus_per_task: int = knob(1, "slurm: CPUs per job", gt=0)
+    mem_gb: float = knob(4.0, "slurm: memory per job in GB", gt=0)
+    timeout_min: int = knob(60, "slurm: time limit of a job in minutes", gt=0)
+    array_parallelism: int = knob(16, "slurm: jobs of one array running at once", gt=0)
     signal_delay_s: int = knob(60, "slurm: seconds before the time limit at which a job is signalled; its run is "
-                               "marked preempted, requeued and resumes from its checkpoint")
+                               "marked preempted, requeued and resumes from its checkpoint", gt=0)
     extra_sbatch: dict = knob({}, "slurm: further sbatch options, name -> value")
     setup: List[str] = knob([], "shell lines run before each job, as written (module load, source a venv, "
                                 "export; $VARS expand)")
@@ -343,13 +303,13 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
-    loss: LossConfig = field(default_factory=LossConfig)
+    loss: Any = option_default(LOSS, "cispo")
     aggregation: AggregationConfig = field(default_factory=AggregationConfig)
     normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
     filtering: FilteringConfig = field(default_factory=FilteringConfig)
-    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
-    length: LengthConfig = field(default_factory=LengthConfig)
+    curriculum: Any = option_default(CURRICULUM, "no_positive_resampling")
+    length: Any = option_default(LENGTH, "interruption")
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     offpolicy: OffpolicyConfig = field(default_factory=OffpolicyConfig)
     batch: BatchConfig = field(default_factory=BatchConfig)
@@ -359,7 +319,7 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
-    seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling")
+    seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling", ge=0, le=MAX_SEED)
     sweep: str = knob("default", "the sweep the run belongs to (its results folder)")
     variant: str = knob("run", "the run's name within its sweep")
     out: str = knob("results/${sweep}/${variant}", "the run folder; a sweep writes ``<sweep>/<run>`` relative to its "
@@ -367,6 +327,15 @@ class RunConfig:
     cache_dir: str = knob("~/.cache/rlscale",
                           "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
 
+
+FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
+    "loss": {"eps_low": 0.2, "eps_high": 0.28, "cispo_cap": 4.0},
+    "length": {"window": [20, 24], "l_max": 32, "l_cache": 5},
+    "curriculum": {"threshold": 0.9, "window": 1}}
+"""The knobs that config.yaml files of one flat section per axis wrote for every option, at the defaults they had
+there. A written file's knob that its option does not have is one of these, never read by that option: it is dropped
+when the file is read (``rlscale.config.compose``); wherever configs are compared or hashed, a section lacking one
+reads it at this default (``without_default_sections``), so those run folders keep their identity and resume."""
 
 ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks")
 """Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
@@ -376,9 +345,12 @@ schema fills them in), and wherever configs are compared or hashed one at its de
 
 def without_default_sections(fields: Dict[str, Any]) -> Dict[str, Any]:
     """``fields`` (a whole config as nested dicts) less each ``ABSENT_AS_DEFAULT`` section or field that equals its
-    default."""
+    default; each section typed by its option reads the ``FLAT_DEFAULTS`` knobs it lacks at their defaults."""
     defaults = asdict(RunConfig())
     kept = dict(fields)
+    for axis in TYPED_BY_OPTION:
+        if isinstance(kept.get(axis.section), dict):
+            kept[axis.section] = {**FLAT_DEFAULTS[axis.section], **kept[axis.section]}
     for dotted in ABSENT_AS_DEFAULT:
         section, _, leaf = dotted.rpartition(".")
         into, default = (kept, defaults) if not section else (dict(kept.get(section, {})), defaults[section])

@@ -1,16 +1,17 @@
-"""Range and consistency checks that the schema's types cannot express. Each problem is one line that
+"""The checks of a composed config: the bounds its fields declare (``rlscale.knobs``), and what involves several
+fields or the machine (a job's shape, the packages a choice needs, a task's files). Each problem is one line that
 starts with the dotted field name."""
 from __future__ import annotations
 
-import math
-from typing import Iterator, List, Optional, Tuple
+from typing import List, Optional
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rlscale.config.packages import missing_packages
 from rlscale.config.registry import ANSWER_FORMAT, AXES, TASK
-from rlscale.config.schema import OFFPOLICY_K, LossConfig
+from rlscale.config.schema import OFFPOLICY_K
 from rlscale.gpus import generator_gpus
+from rlscale.knobs import bound_problems
 from rlscale.runfolder.names import name_problem
 
 RETIRED = {  # fields of older configs whose meaning was split: one line saying where each meaning lives now
@@ -18,20 +19,7 @@ RETIRED = {  # fields of older configs whose meaning was split: one line saying 
                    f"PPO-off-policy-k's batches per policy version {OFFPOLICY_K['ppo']}",
 }
 
-POSITIVE = ("batch.prompts", "trainer.max_steps", "trainer.eval_every", "trainer.eval_samples",
-            "trainer.checkpoint_every", "generation.max_think_tokens", "generation.max_answer_tokens",
-            "task.train_size", "task.val_size", "curriculum.window", "optim.lr", "model.hidden_size",
-            "model.num_layers", "model.num_heads", "offpolicy.num_generators", "offpolicy.queue_size", "loss.cispo_cap",
-            "launcher.cpus_per_task", "launcher.mem_gb", "launcher.timeout_min", "launcher.signal_delay_s",
-            "launcher.array_parallelism", "launcher.nodes", "launcher.tasks_per_node")
-NON_NEGATIVE = ("batch.micro_batch", "offpolicy.max_lag", "offpolicy.batches_per_version",
-                "offpolicy.update_every_tokens", "optim.weight_decay", "optim.warmup_steps", "loss.eps_low",
-                "loss.kl_coef", "filtering.max_rounds", "engine.threads", "curriculum.pool_size",
-                "launcher.gpus_per_node", "launcher.max_parallel", "launcher.generator_tasks", "seed",
-                "trainer.eval_samples_logged")
 NAMES = ("sweep", "variant")  # they name the run's folder results/<sweep>/<variant>
-SEEDS = ("seed", "task.seed")
-MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
 
 
 def retired_problem(dotted: str) -> Optional[str]:
@@ -47,54 +35,28 @@ def _get(cfg: DictConfig, dotted: str):
 
 
 def validate(cfg: DictConfig) -> List[str]:
-    """Return every problem found (empty when the config is usable)."""
-    problems: List[str] = [f"field '{key}': must be a finite number, got {value}" for key, value in _floats(cfg)
-                           if not math.isfinite(value)]
+    """Return every problem found (empty when the config is usable): the bounds each field declares
+    (``rlscale.knobs``, on the typed config), the names of every axis, then what involves several fields."""
+    problems: List[str] = bound_problems(OmegaConf.to_object(cfg), "")
     problems += [f"field '{key}': {problem}" for key in NAMES if (problem := name_problem(cfg[key]))]
     problems += [problem for axis in AXES if (problem := axis.problem(_get(cfg, axis.field)))]
-    for key in POSITIVE:
-        if not _get(cfg, key) > 0:
-            problems.append(f"field '{key}': must be > 0, got {_get(cfg, key)}")
-    for key in NON_NEGATIVE:
-        if _get(cfg, key) < 0:
-            problems.append(f"field '{key}': must be >= 0, got {_get(cfg, key)}")
-    for key in SEEDS:
-        if _get(cfg, key) > MAX_SEED:
-            problems.append(f"field '{key}': must be at most 2^63 - 1 = {MAX_SEED}, got {_get(cfg, key)}")
     if cfg.model.name == "tiny" and cfg.model.num_heads > 0 and cfg.model.hidden_size % cfg.model.num_heads:
         problems.append(f"field 'model.hidden_size': must be a multiple of model.num_heads ({cfg.model.num_heads}), "
                         f"got {cfg.model.hidden_size}")
-    if cfg.batch.generations < 2 and cfg.normalization.name == "group":
-        problems.append("field 'batch.generations': group normalization needs >= 2 generations per prompt, "
-                        f"got {cfg.batch.generations}")
-    if cfg.batch.generations < 1:
-        problems.append(f"field 'batch.generations': must be >= 1, got {cfg.batch.generations}")
-    if cfg.loss.name in ("grpo", "dapo") and not (0 <= cfg.loss.eps_low < 1):
-        problems.append(f"field 'loss.eps_low': must be in [0, 1) for {cfg.loss.name}, got {cfg.loss.eps_low}")
-    if not cfg.loss.eps_high > 0:
-        problems.append(f"field 'loss.eps_high': must be > 0, got {cfg.loss.eps_high}")
-    if cfg.loss.name == "cispo" and cfg.loss.eps_high != LossConfig.eps_high:
-        problems.append(f"field 'loss.eps_high': {cfg.loss.eps_high} with loss cispo; eps_high is the PPO-clip bound "
-                        "1 + eps_high, unused by cispo, whose ratio cap is loss.cispo_cap")
-    if cfg.loss.tis_cap is not None and cfg.loss.tis_cap <= 0:
-        problems.append(f"field 'loss.tis_cap': must be > 0 or null, got {cfg.loss.tis_cap}")
-    if not 0 < cfg.curriculum.threshold <= 1:
-        problems.append(f"field 'curriculum.threshold': must be in (0, 1], got {cfg.curriculum.threshold}")
     budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
-    if cfg.length.name == "penalty" and not 0 < cfg.length.l_cache <= cfg.length.l_max <= budget:
+    if cfg.length.name == "penalty" and not cfg.length.l_cache <= cfg.length.l_max <= budget:
         problems.append(f"field 'length.l_cache': need 0 < l_cache <= l_max <= max_think_tokens + "
                         f"max_answer_tokens ({budget}), got l_cache={cfg.length.l_cache}, l_max={cfg.length.l_max}")
-    lo, hi = (list(cfg.length.window) + [0, 0])[:2]
-    if len(cfg.length.window) != 2 or not 0 < lo <= hi:
-        problems.append(f"field 'length.window': must be [lo, hi] with 0 < lo <= hi, got {list(cfg.length.window)}")
+    if cfg.length.name == "interruption":
+        window = list(cfg.length.window)
+        if len(window) != 2 or window[0] > window[1]:
+            problems.append(f"field 'length.window': must be [lo, hi] with 0 < lo <= hi, got {window}")
     think = cfg.generation.think
     if not (isinstance(think, bool) or think == "auto"):
         problems.append(f"field 'generation.think': must be true, false or auto, got {think!r}")
     elif think is False and cfg.length.name == "interruption":
         problems.append("field 'generation.think': false, but length=interruption needs a thinking trace; "
                         "use length=penalty (or length.name=none) with thinking off")
-    if not cfg.generation.temperature > 0:
-        problems.append(f"field 'generation.temperature': must be > 0, got {cfg.generation.temperature}")
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")
@@ -103,8 +65,7 @@ def validate(cfg: DictConfig) -> List[str]:
     problems += downstream_problems(cfg)
     problems += job_shape_problems(cfg)
     problems += missing_packages(cfg)
-    b1, b2 = (list(cfg.optim.betas) + [0, 0])[:2]
-    if len(cfg.optim.betas) != 2 or not (0 <= b1 < 1 and 0 <= b2 < 1):
+    if len(cfg.optim.betas) != 2:
         problems.append(f"field 'optim.betas': must be two values in [0, 1), got {list(cfg.optim.betas)}")
     return problems
 
@@ -119,9 +80,6 @@ def mixture_problems(cfg: DictConfig) -> List[str]:
     problems = [] if len(parts) >= 2 else [f"field 'mixture.parts': task.name=mixture needs at least two parts, "
                                            f"got {len(parts)}"]
     problems += named_tasks_problems("mixture.parts", parts, set())
-    for i, part in enumerate(parts):
-        if not (math.isfinite(part.weight) and part.weight > 0):
-            problems.append(f"field 'mixture.parts[{i}].weight': must be > 0, got {part.weight}")
     return problems
 
 
@@ -130,11 +88,7 @@ def downstream_problems(cfg: DictConfig) -> List[str]:
     ``val_reward/<name>``), at least one sample per prompt, and a task that is not a mixture."""
     sets = cfg.eval.downstream
     parts = {part.name for part in cfg.mixture.parts} if cfg.task.name == "mixture" else set()
-    problems = named_tasks_problems("eval.downstream", sets, parts)
-    for i, entry in enumerate(sets):
-        if entry.samples < 1:
-            problems.append(f"field 'eval.downstream[{i}].samples': must be >= 1, got {entry.samples}")
-    return problems
+    return named_tasks_problems("eval.downstream", sets, parts)
 
 
 def named_tasks_problems(where: str, entries, taken: set) -> List[str]:
@@ -174,7 +128,7 @@ def job_shape_problems(cfg: DictConfig) -> List[str]:
     and PipelineRL's generator processes GPUs beyond the trainers' (``rlscale.gpus.generator_gpus``)."""
     launcher = cfg.launcher
     if launcher.nodes < 1 or launcher.tasks_per_node < 1 or launcher.generator_tasks < 0:
-        return []  # said by the POSITIVE and NON_NEGATIVE checks
+        return []  # said by the fields' bounds
     ranks = launcher.nodes * launcher.tasks_per_node - launcher.generator_tasks
     problems = generator_task_problems(cfg)
     if problems:
@@ -215,14 +169,3 @@ def generator_task_problems(cfg: DictConfig) -> List[str]:
         return [f"field 'offpolicy.num_generators': {cfg.offpolicy.num_generators}, but the generators are the "
                 f"job's {launcher.generator_tasks} generator tasks (launcher.generator_tasks); set both alike"]
     return []
-
-
-def _floats(node, prefix: str = "") -> Iterator[Tuple[str, float]]:
-    """(dotted key, value) of every float in the config: none may be NaN or infinite."""
-    items = node.items() if isinstance(node, DictConfig) else enumerate(node) if isinstance(node, ListConfig) else ()
-    for key, value in items:
-        dotted = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
-        if isinstance(value, float):
-            yield dotted, value
-        elif isinstance(value, (DictConfig, ListConfig)):
-            yield from _floats(value, dotted)

@@ -18,37 +18,42 @@ the loss only (e.g. after zero-variance filtering), pass only those.
 """
 from __future__ import annotations
 
+from typing import Callable, Dict
+
 from torch import Tensor
 
-from rlscale.config.registry import NORMALIZATION
 from rlscale.rl.groups import Groups
+
+Normalization = Callable[[Tensor, Groups, float], Tensor]
 
 
 def by_group(centered: Tensor, groups: Groups, eps: float) -> Tensor:
-    """``group``: divided by the std of the sequence's group."""
+    """A_i / (std of the prompt's group + eps) (GRPO, Section-2 baseline)"""
     return centered / (groups.mean(centered.square()).sqrt()[groups.index] + eps)
 
 
 def by_batch(centered: Tensor, groups: Groups, eps: float) -> Tensor:
-    """``batch``: divided by the std of the whole batch."""
+    """A_i / std of all advantages of the batch (ScaleRL, Sec. 3.2)"""
     return centered / (centered.std(unbiased=False) + eps)
 
 
 def unscaled(centered: Tensor, groups: Groups, eps: float) -> Tensor:
-    """``none``: not divided."""
+    """A_i = r_i - mean(group), not divided (Dr. GRPO)"""
     return centered
 
 
-def compute_advantages(rewards: Tensor, group_ids: Tensor, normalization: str,
-                       eps: float = 1e-6) -> Tensor:
+NORMALIZATIONS: Dict[str, Normalization] = {"batch": by_batch, "group": by_group, "none": unscaled}
+"""Each ``normalization.name``: (centered advantages, groups, eps) -> advantages."""
+
+
+def compute_advantages(rewards: Tensor, group_ids: Tensor, normalize: Normalization, eps: float = 1e-6) -> Tensor:
     """Advantages of N sequences.
 
-    rewards:       [N] float, one scalar reward per sequence.
-    group_ids:     [N] long, the prompt group of each sequence.
-    normalization: one of ``rlscale.config.registry.NORMALIZATION`` (see the module docstring).
+    rewards:   [N] float, one scalar reward per sequence.
+    group_ids: [N] long, the prompt group of each sequence.
+    normalize: one of ``NORMALIZATIONS`` (see the module docstring), resolved by the run's builder.
     Returns [N], the dtype and device of ``rewards``.
     """
-    normalize = NORMALIZATION.load(normalization)
     if rewards.shape != group_ids.shape or rewards.dim() != 1:
         raise ValueError(f"rewards {tuple(rewards.shape)} and group_ids {tuple(group_ids.shape)} must both "
                          "be [N]")

@@ -18,38 +18,51 @@ zero weight and count in no denominator; a batch with no masked token gets W = 0
 """
 from __future__ import annotations
 
+from typing import Callable, Dict
+
 import torch
 from torch import Tensor
 
-from rlscale.config.registry import AGGREGATION
 from rlscale.rl.groups import Groups
+
+Denominator = Callable[[Tensor, Groups], Tensor]
 
 
 def token_denominator(lengths: Tensor, groups: Groups) -> Tensor:
-    """``token``: [N] the masked tokens of the whole batch, for every sequence."""
+    """mean over all tokens of the batch (DAPO)
+
+    [N] the masked tokens of the whole batch, for every sequence."""
     return lengths.sum().expand_as(lengths)
 
 
 def sample_denominator(lengths: Tensor, groups: Groups) -> Tensor:
-    """``sample``: [N] S |y_i|."""
+    """token mean of each sequence, then mean over sequences (Section-2 baseline)
+
+    [N] S |y_i|."""
     return lengths * (lengths > 0).sum()
 
 
 def prompt_denominator(lengths: Tensor, groups: Groups) -> Tensor:
-    """``prompt``: [N] P times the masked tokens of the sequence's group."""
+    """token mean within each prompt's group, then mean over prompts (ScaleRL, Sec. 3.2)
+
+    [N] P times the masked tokens of the sequence's group."""
     group_lengths = groups.sum(lengths)
     return group_lengths[groups.index] * (group_lengths > 0).sum()
 
 
-def aggregation_weights(mask: Tensor, group_ids: Tensor, mode: str) -> Tensor:
+AGGREGATIONS: Dict[str, Denominator] = {"prompt": prompt_denominator, "sample": sample_denominator,
+                                        "token": token_denominator}
+"""Each ``aggregation.name``: (masked tokens per sequence, groups) -> the denominator of each sequence."""
+
+
+def aggregation_weights(mask: Tensor, group_ids: Tensor, denominator_of: Denominator) -> Tensor:
     """Weights W [N, T] such that loss = (W * per_token).sum() (module docstring).
 
     mask:      [N, T] float, 1 = token in the loss.
     group_ids: [N] long, the prompt group of each sequence.
-    mode:      one of ``rlscale.config.registry.AGGREGATION``.
+    denominator_of: one of ``AGGREGATIONS``, resolved by the run's builder.
     Returns [N, T], the dtype and device of ``mask``, no grad.
     """
-    denominator_of = AGGREGATION.load(mode)
     if mask.dim() != 2 or group_ids.shape != mask.shape[:1]:
         raise ValueError(f"mask must be [N, T] and group_ids [N], got {tuple(mask.shape)} and "
                          f"{tuple(group_ids.shape)}")

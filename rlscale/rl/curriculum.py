@@ -3,17 +3,44 @@
 No-Positive-Resampling (NPR): each prompt's history of pass rates is kept; a prompt whose recent pass rate (its
 latest epoch's, by default) reaches the threshold (paper: 0.9) is absent from every later epoch ("adaptive prompt
 filtering"). ``NoPositiveResamplingPool`` with ``enabled=False`` is the baseline's uniform resampling.
-``no_positive_resampling`` and ``uniform_resampling`` build the pool of each ``curriculum.name``.
+``CURRICULA`` builds the pool of each ``curriculum.name``, whose ``cfg`` annotation names the option's config class
+(``NoPositiveResamplingConfig``, or ``CurriculumConfig`` for uniform): the run's ``curriculum`` section is typed by
+it when the config is composed (``rlscale.config.compose``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Dict, Sequence
 
 import torch
 from torch import Tensor
 
-from rlscale.config.schema import CurriculumConfig
+from rlscale.knobs import knob
+
+CURRICULUM_NAME = "the curriculum (``curriculum=NAME``)"
+
+
+@dataclass
+class CurriculumConfig:
+    """What every curriculum has: its name and the RL pool it draws from."""
+
+    name: str = knob("uniform", CURRICULUM_NAME, "Sec. 3.2")
+    pool_size: int = knob(128, "the RL pool is the first ``pool_size`` training prompts (0, or more than the split "
+                          "holds: the whole split; the tiny model's warm-up still sees the whole split). A pool that "
+                          "the run goes through several times lets the curriculum act, as over the paper's epochs",
+                          ge=0)
+
+
+@dataclass
+class NoPositiveResamplingConfig(CurriculumConfig):
+    """When a prompt leaves the pool for good (ScaleRL, Sec. 3.2)."""
+
+    name: str = knob("no_positive_resampling", CURRICULUM_NAME, "Sec. 3.2")
+    threshold: float = knob(0.9, "a prompt whose recent pass rate (over its last ``window`` visits) reaches this is "
+                            "removed for good: the epoch under way keeps its order, every later epoch leaves the "
+                            "prompt out", "Sec. 3.2", gt=0, le=1)
+    window: int = knob(1, "the visits (G samples each; an epoch visits every active prompt once) whose samples give "
+                       "the recent pass rate; 1: the prompt's latest epoch", "Sec. 3.2", gt=0)
 
 
 class PoolExhausted(RuntimeError):
@@ -156,12 +183,16 @@ class NoPositiveResamplingPool:
         self._epoch = int(state["epoch"])
 
 
-def no_positive_resampling(num_prompts: int, cfg: CurriculumConfig) -> NoPositiveResamplingPool:
-    """``curriculum=no_positive_resampling``: a prompt whose recent pass rate reaches ``cfg.threshold`` leaves
-    the pool for good (ScaleRL, Sec. 3.2)."""
+def no_positive_resampling(num_prompts: int, cfg: NoPositiveResamplingConfig) -> NoPositiveResamplingPool:
+    """prompts whose pass rate reaches the threshold leave the pool for good (ScaleRL, Sec. 3.2)"""
     return NoPositiveResamplingPool(num_prompts, cfg.threshold, enabled=True, window=cfg.window)
 
 
-def uniform_resampling(num_prompts: int, cfg: CurriculumConfig) -> NoPositiveResamplingPool:
-    """``curriculum=uniform``: every epoch holds the whole pool (Section-2 baseline)."""
-    return NoPositiveResamplingPool(num_prompts, cfg.threshold, enabled=False, window=cfg.window)
+def uniform(num_prompts: int, cfg: CurriculumConfig) -> NoPositiveResamplingPool:
+    """uniform resampling of the whole pool (Section-2 baseline)"""
+    return NoPositiveResamplingPool(num_prompts, enabled=False)
+
+
+CURRICULA: Dict[str, Callable[[int, Any], NoPositiveResamplingPool]] = {
+    "no_positive_resampling": no_positive_resampling, "uniform": uniform}
+"""The pool of each curriculum, over the first ``num_prompts`` training prompts."""

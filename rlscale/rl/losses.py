@@ -19,13 +19,16 @@ not, and get neither loss nor gradient.
   clip scale is eps ~ 4e-3.
 - cispo: -sg(min(rho, cispo_cap)) A log pi(y_it) (MiniMax-M1's CISPO, ScaleRL's choice): the ratio is
   truncated from above at cispo_cap (the ratio itself, e.g. 4, not 1 + eps) and carries no gradient;
-  the gradient flows only through log pi. There is no lower clip (lower bound 0): eps_low and eps_high
-  are unused.
+  the gradient flows only through log pi. There is no lower clip (lower bound 0) and no eps to set.
 - a loss of one's own: ``loss.name=module:attribute`` naming a function of the shape ``PolicyLoss``
   (docs/extending.md); the corrections below apply to it too.
 
-The knobs are the run's ``loss`` section, ``rlscale.config.schema.LossConfig``, whose name and ranges are
-checked once, when the config is validated (``rlscale.config.validate``).
+Each loss has a config class of its own, the annotation of its ``spec`` argument: ``CispoConfig``, ``ClipConfig``
+(grpo), ``DapoConfig``, ``GspoConfig``, or a plug-in's own subclass of ``LossConfig``. The run's ``loss`` section
+is typed by it when the config is composed, so a knob of another loss (``loss.eps_high`` with cispo) or a value out
+of its bounds is refused there, in one line (``rlscale.config.compose``). ``LOSSES`` is the table of the built-in
+names; the registry reads it (``rlscale.config.registry.LOSS``), and the learner resolves the run's loss once
+(``rlscale.engines.learners.build``) and hands it to ``policy_loss``.
 
 Corrections applied on top of any loss, per token:
 - ``tis_cap``: truncated importance sampling (TIS) for the trainer/generator mismatch, as Yao et al. 2025
@@ -41,13 +44,59 @@ Corrections applied on top of any loss, per token:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Dict, Optional, Protocol
 
 import torch
 from torch import Tensor
 
-from rlscale.config.registry import LOSS
-from rlscale.config.schema import LossConfig
+from rlscale.knobs import knob
+
+LOSS_NAME = "the loss (``loss=NAME``, or ``loss.name=MODULE:FUNCTION`` for a loss of one's own)"
+
+
+@dataclass
+class LossConfig:
+    """The policy loss; rho = pi_train / pi_generator_old per token (GSPO: per sequence). Every loss takes these
+    knobs (the corrections applied on top of it); a plug-in loss's config class subclasses this one with its own."""
+
+    name: str = knob("cispo", LOSS_NAME, "Sec. 3.2")
+    tis_cap: Optional[float] = knob(None, "truncated importance sampling weight min(pi_train_old / pi_gen, cap) "
+                                    "against the trainer/generator mismatch (null = off)", gt=0)
+    kl_coef: float = knob(0.0, "weight of a k3 KL term to the initial policy (the paper uses none)", "Sec. 2", ge=0)
+
+
+@dataclass
+class CispoConfig(LossConfig):
+    """CISPO's cap on the importance ratio (ScaleRL's loss, Sec. 3.2)."""
+
+    cispo_cap: float = knob(4.0, "the cap on the importance ratio itself, sg(min(rho, cispo_cap)) (eps_max of the "
+                            "paper and of MiniMax-M1; 4, 5 and 8 did equally well)", "Sec. 3.2", gt=0)
+
+
+@dataclass
+class ClipConfig(LossConfig):
+    """PPO-clip's range [1 - eps_low, 1 + eps_high], GRPO's symmetric 0.2 by default (Sec. 3.2)."""
+
+    name: str = knob("grpo", LOSS_NAME, "Sec. 3.2")
+    eps_low: float = knob(0.2, "rho >= 1 - eps_low", "Sec. 3.2", ge=0, lt=1)
+    eps_high: float = knob(0.2, "rho <= 1 + eps_high", "Sec. 3.2", gt=0)
+
+
+@dataclass
+class DapoConfig(ClipConfig):
+    """DAPO's asymmetric "clip-higher" range [1 - 0.2, 1 + 0.28] (the Section-2 baseline)."""
+
+    name: str = knob("dapo", LOSS_NAME, "Sec. 3.2")
+    eps_high: float = knob(0.28, "rho <= 1 + eps_high (DAPO's clip-higher)", "Sec. 3.2", gt=0)
+
+
+@dataclass
+class GspoConfig(ClipConfig):
+    """GSPO's clip on the sequence ratio, at the paper's working scale eps ~ 4e-3 (1e-4 did not work)."""
+
+    name: str = knob("gspo", LOSS_NAME, "Sec. 3.2")
+    eps_low: float = knob(4e-3, "s >= 1 - eps_low on the sequence ratio s", "Sec. 3.2", ge=0, lt=1)
+    eps_high: float = knob(4e-3, "s <= 1 + eps_high on the sequence ratio s", "Sec. 3.2", gt=0)
 
 
 @dataclass(frozen=True)
@@ -125,24 +174,29 @@ class PolicyTerm:
 
 
 class PolicyLoss(Protocol):
-    """A loss of ``loss.name`` (Sec. 3.2): ``token_ppo`` (grpo, dapo), ``gspo``, ``cispo``, or a plug-in
-    ``module:attribute`` naming a function of this shape. ``policy_loss`` applies the TIS and KL corrections,
-    the mask and the diagnostics around it."""
+    """A loss of ``loss.name`` (Sec. 3.2): one of ``LOSSES``, or a plug-in ``module:attribute`` naming a function
+    of this shape, whose ``spec`` annotation names its config class (a ``LossConfig``). ``policy_loss`` applies the
+    TIS and KL corrections, the mask and the diagnostics around it."""
 
     def __call__(self, tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
         ...
 
 
-def _ppo_clip(ratio: Tensor, advantages: Tensor, spec: LossConfig) -> PolicyTerm:
+def _ppo_clip(ratio: Tensor, advantages: Tensor, spec: ClipConfig) -> PolicyTerm:
     """-min(ratio A, clip(ratio, 1 - eps_low, 1 + eps_high) A); clipped where the second term wins."""
     unclipped = ratio * advantages
     clipped = ratio.clamp(1.0 - spec.eps_low, 1.0 + spec.eps_high) * advantages
     return PolicyTerm(loss=-torch.minimum(unclipped, clipped), ratio=ratio.detach(), clipped=clipped < unclipped)
 
 
-def token_ppo(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
-    """grpo / dapo: PPO-clip on the token ratio."""
+def grpo(tokens: LossTokens, spec: ClipConfig) -> PolicyTerm:
+    """PPO-clip with GRPO's symmetric clip [1 - 0.2, 1 + 0.2] (Sec. 3.2)"""
     return _ppo_clip(tokens.log_ratio.exp(), tokens.advantages, spec)
+
+
+def dapo(tokens: LossTokens, spec: DapoConfig) -> PolicyTerm:
+    """PPO-clip with DAPO's asymmetric clip [1 - eps_low, 1 + eps_high] (Section-2 baseline)"""
+    return grpo(tokens, spec)
 
 
 def sequence_log_ratio(log_ratio: Tensor, mask: Tensor) -> Tensor:
@@ -151,17 +205,21 @@ def sequence_log_ratio(log_ratio: Tensor, mask: Tensor) -> Tensor:
     return (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
 
 
-def gspo(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
-    """gspo: PPO-clip on s_it = sg(s_i) * pi(y_it) / sg(pi(y_it))."""
+def gspo(tokens: LossTokens, spec: GspoConfig) -> PolicyTerm:
+    """PPO-clip on the sequence ratio, the geometric mean of the token ratios, eps ~4e-3 (Sec. 3.2)"""
     seq = sequence_log_ratio(tokens.log_ratio, tokens.mask).detach().unsqueeze(-1)
     return _ppo_clip((seq + tokens.logp - tokens.logp.detach()).exp(), tokens.advantages, spec)
 
 
-def cispo(tokens: LossTokens, spec: LossConfig) -> PolicyTerm:
-    """cispo: -sg(min(rho, cispo_cap)) A log pi."""
+def cispo(tokens: LossTokens, spec: CispoConfig) -> PolicyTerm:
+    """-sg(min(rho, cispo_cap)) A log pi: truncated IS weight, gradient through log pi (ScaleRL, Sec. 3.2)"""
     ratio = tokens.log_ratio.detach().exp()
     weight = ratio.clamp(max=spec.cispo_cap)
     return PolicyTerm(loss=-weight * tokens.advantages * tokens.logp, ratio=ratio, clipped=ratio > spec.cispo_cap)
+
+
+LOSSES: Dict[str, PolicyLoss] = {"cispo": cispo, "dapo": dapo, "grpo": grpo, "gspo": gspo}
+"""The built-in losses by name; each one's docstring is its line in ``--help`` and the reference."""
 
 
 def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -180,9 +238,9 @@ def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return delta.exp() - delta - 1.0
 
 
-def policy_loss(inp: LossInputs, spec: LossConfig) -> LossOutputs:
-    """The loss per token of ``spec.name`` (its ``PolicyLoss``, from ``rlscale.config.registry.LOSS``) with the
-    optional TIS and KL corrections (module docstring).
+def policy_loss(inp: LossInputs, loss: PolicyLoss, spec: LossConfig) -> LossOutputs:
+    """The loss per token of ``loss`` (the ``PolicyLoss`` of ``spec.name``, resolved once by the learner's
+    builder) with its ``spec`` and the optional TIS and KL corrections (module docstring).
 
     Aggregate with ``(aggregation_weights(...) * out.per_token).sum()``.
     """
@@ -193,7 +251,7 @@ def policy_loss(inp: LossInputs, spec: LossConfig) -> LossOutputs:
     old_logp = torch.where(valid, inp.prox_logp, 0.0) if tis else gen_logp
     tokens = LossTokens(logp=logp, log_ratio=logp - old_logp, advantages=inp.advantages.unsqueeze(-1),
                         mask=inp.mask)
-    term = LOSS.load(spec.name)(tokens, spec)
+    term = loss(tokens, spec)
     per_token = term.loss
     if tis:
         per_token = per_token * truncated_is_weight(old_logp, gen_logp, spec.tis_cap)

@@ -42,9 +42,11 @@ class ProgressBar:
 class ProgressLines:
     """A plain line ``<title>: step S/N  reward R  val V  eta 1m05s`` at most every ``every_s`` seconds."""
 
-    def __init__(self, title: str, max_steps: int, stream: TextIO = sys.stderr, every_s: float = 30.0,
+    def __init__(self, title: str, max_steps: int, stream: Optional[TextIO] = None, every_s: float = 30.0,
                  clock: Callable[[], float] = time.monotonic):
-        self.title, self.max_steps, self.stream, self.every_s, self.clock = title, max_steps, stream, every_s, clock
+        """``stream``: where the lines go, by default the process's stderr when the display is made."""
+        self.title, self.max_steps, self.every_s, self.clock = title, max_steps, every_s, clock
+        self.stream = stream or sys.stderr
         self.last: Dict[str, float] = {}
         self.start = clock()
         self.printed_at: Optional[float] = None

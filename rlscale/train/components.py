@@ -12,7 +12,7 @@ from typing import Any, List
 
 import torch
 
-from rlscale.config.registry import CURRICULUM, DEVICE, MODEL, OFFPOLICY, TASK
+from rlscale.config.registry import AGGREGATION, CURRICULUM, DEVICE, LENGTH, MODEL, NORMALIZATION, OFFPOLICY, TASK
 from rlscale.config.schema import RunConfig, TaskConfig
 from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
@@ -22,12 +22,30 @@ from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
 from rlscale.gpus import driver_gpu_count
 from rlscale.rl import NoPositiveResamplingPool
+from rlscale.rl.advantages import Normalization
+from rlscale.rl.aggregation import Denominator
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.tasks.mixture import MixtureTask, Part
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.evaluate import DownstreamEval
 from rlscale.train.rollouts import RolloutSampler, RolloutSource
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The choices of the RL objective that the loop applies to a batch (Sec. 3.2), resolved once from their names:
+    zero-variance filtering, the advantage normalization (with its eps) and the loss aggregation's denominator."""
+
+    zero_variance: bool
+    normalize: Normalization
+    eps: float
+    denominator_of: Denominator
+
+    @classmethod
+    def of(cls, cfg: RunConfig) -> "Objective":
+        return cls(cfg.filtering.zero_variance, NORMALIZATION.load(cfg.normalization.name), cfg.normalization.eps,
+                   AGGREGATION.load(cfg.aggregation.name))
 
 
 @dataclass
@@ -45,6 +63,7 @@ class Components:
     sampler: RolloutSampler
     source: RolloutSource
     downstream: List[DownstreamEval]
+    objective: Objective
 
 
 def cuda_device() -> torch.device:
@@ -141,12 +160,13 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type,
                          torch.cuda.device_count() if device.type == "cuda" else 1)
-    sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length, rng, meter)
+    sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length,
+                             LENGTH.load(cfg.length.name), rng, meter)
     source = build_source(cfg, sampler, model, run_dir)
     downstream = [DownstreamEval(entry.name, entry.samples, formatted_task(entry.task))
                   for entry in cfg.eval.downstream]
     return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source,
-                      downstream)
+                      downstream, Objective.of(cfg))
 
 
 def serve_generator_task(cfg: RunConfig, run_dir: Path, index: int) -> int:

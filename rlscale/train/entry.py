@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, read_write
 
 from rlscale.config import ConfigError, compose_run_config, load_run_config, typed
-from rlscale.config.schema import without_default_sections
+from rlscale.config.schema import RunConfig, without_default_sections
 from rlscale.runfolder.atomic import atomic_write_text
 from rlscale.runfolder.status import RunState, read_status, write_status
 
@@ -17,10 +17,13 @@ from rlscale.runfolder.status import RunState, read_status, write_status
 RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
 
 
-def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool = False) -> str:
+def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool = False,
+                  cfg: Optional[RunConfig] = None) -> str:
     """Train (or resume) the run whose resolved config is ``run_dir/config.yaml``, pausing at step
     ``stop_at`` if given; return the state written to status.json (done | failed | diverged | pruned, or
-    pending when paused), or done, touching nothing, when the run is ``finished``. Raises
+    pending when paused), or done, touching nothing, when the run is ``finished``. ``cfg``: that config,
+    typed, when this process has already validated it (``prepare_run_dir``, ``rlscale run``); else the file is
+    read and validated here, once (the process of a job starts here). Raises
     ``rlscale.runfolder.errors.Refused``, writing nothing, when another process holds the run folder or its
     checkpoint cannot be resumed. ``progress``: show a progress bar on a terminal, periodic lines otherwise
     (rlscale.tracking.progress)."""
@@ -28,11 +31,12 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     run_dir = Path(run_dir)
-    try:
-        cfg = typed(load_run_config(run_dir / "config.yaml"))
-    except ConfigError as err:
-        write_status(run_dir, RunState.FAILED, str(err))
-        return RunState.FAILED.value
+    if cfg is None:
+        try:
+            cfg = typed(load_run_config(run_dir / "config.yaml"))
+        except ConfigError as err:
+            write_status(run_dir, RunState.FAILED, str(err))
+            return RunState.FAILED.value
     if finished(run_dir, cfg.trainer.max_steps):
         return RunState.DONE.value
     if not progress:
@@ -69,11 +73,11 @@ def requested_steps(run_dir: Path, overrides: Sequence[str]) -> Optional[int]:
         raise ConfigError(f"override {overrides[-1]!r}: {EXTEND_KEY} must be a whole number") from None
 
 
-def extend_run(run_dir: Path, max_steps: int) -> None:
-    """Give the run of ``run_dir`` ``max_steps`` steps: its config.yaml gets the new count (written atomically,
-    nothing else touched) and the next train_run_dir continues the curve from the last checkpoint. Raises
-    ConfigError, writing nothing, below the step the run has reached or for a run that has trained but kept
-    no checkpoint to continue from."""
+def extend_run(run_dir: Path, cfg: DictConfig, max_steps: int) -> DictConfig:
+    """Give the run of ``run_dir`` (whose validated config is ``cfg``) ``max_steps`` steps: its config.yaml gets
+    the new count (written atomically, nothing else touched) and the next train_run_dir continues the curve from
+    the last checkpoint; returns ``cfg`` with that count. Raises ConfigError, writing nothing, below the step the
+    run has reached or for a run that has trained but kept no checkpoint to continue from."""
     from rlscale.train.checkpoint import sealed_step
 
     path = Path(run_dir) / "config.yaml"
@@ -89,10 +93,16 @@ def extend_run(run_dir: Path, max_steps: int) -> None:
     if int(raw.trainer.max_steps) != max_steps:
         raw.trainer.max_steps = max_steps
         atomic_write_text(path, OmegaConf.to_yaml(raw))
+    extended = cfg.copy()
+    with read_write(extended):
+        extended.trainer.max_steps = max_steps
+    return extended
 
 
-def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force: bool = False) -> Path:
-    """Compose the config, create its run directory (``out``) and write config.yaml there. An existing
+def prepare_run_dir(overrides: Sequence[str], config_name: str = "config",
+                    force: bool = False) -> Tuple[Path, DictConfig]:
+    """Compose and validate the config, create its run directory (``out``) and write config.yaml there; returns
+    the folder and the validated config, which the run takes as it is (``train_run_dir``'s ``cfg``). An existing
     run directory with the same config is resumed (its config.yaml left as it is); a different one is
     refused unless ``force``."""
     cfg = compose_run_config(overrides, config_name)
@@ -107,7 +117,7 @@ def prepare_run_dir(overrides: Sequence[str], config_name: str = "config", force
     run_dir.mkdir(parents=True, exist_ok=True)
     if not same:
         atomic_write_text(existing, OmegaConf.to_yaml(cfg))
-    return run_dir
+    return run_dir, cfg
 
 
 def holds(path: Path, cfg: DictConfig) -> bool:

@@ -65,17 +65,17 @@ def prepare_batch(groups: List[ScoredGroup], comps: Components) -> tuple[TrainBa
     """Collate, apply zero-variance filtering to the loss mask, compute advantages over the kept
     sequences and the aggregation weights over the whole batch. Returns (batch, advantages, weights,
     kept-prompt fraction)."""
-    cfg = comps.cfg
+    objective = comps.objective
     batch = collate(groups, comps.tok.pad_id)
     keep = torch.ones(batch.num_sequences, dtype=torch.bool)
-    if cfg.filtering.zero_variance:
+    if objective.zero_variance:
         keep = zero_variance_keep(batch.rewards, batch.group_ids)
     advantages = torch.zeros(batch.num_sequences)
     if keep.any():
-        advantages[keep] = compute_advantages(batch.rewards[keep], batch.group_ids[keep], cfg.normalization.name,
-                                              cfg.normalization.eps)
+        advantages[keep] = compute_advantages(batch.rewards[keep], batch.group_ids[keep], objective.normalize,
+                                              objective.eps)
     batch.mask = batch.mask * keep.unsqueeze(-1).float()
-    weights = aggregation_weights(batch.mask, batch.group_ids, cfg.aggregation.name)
+    weights = aggregation_weights(batch.mask, batch.group_ids, objective.denominator_of)
     kept_fraction = float(keep.float().view(len(groups), -1).any(-1).float().mean())
     return batch, advantages, weights, kept_fraction
 

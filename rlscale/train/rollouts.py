@@ -8,11 +8,11 @@ from typing import Callable, List, Protocol
 
 import torch
 
-from rlscale.config.registry import LENGTH
-from rlscale.config.schema import FilteringConfig, LengthConfig
+from rlscale.config.schema import FilteringConfig
 from rlscale.core.protocols import Generator, PolicyTokenizer
 from rlscale.core.types import Completion
 from rlscale.rl import NoPositiveResamplingPool
+from rlscale.rl.length import LengthConfig, RewardShaping
 from rlscale.tasks.base import Problem, Task
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.compute import ComputeMeter
@@ -27,25 +27,28 @@ def score_completion(task: Task, problem: Problem, completion: Completion) -> bo
     return bool(answer) and task.is_correct(problem, answer)
 
 
-def rewards_for(completions: List[Completion], correct: List[bool], length_cfg: LengthConfig) -> List[float]:
-    """+1 / -1, shaped by the length control (``length=penalty``: the DAPO overlong penalty on correct traces)."""
+def rewards_for(completions: List[Completion], correct: List[bool], shaping: RewardShaping,
+                length_cfg: LengthConfig) -> List[float]:
+    """+1 / -1, shaped by the length control's ``shaping`` (``length=penalty``: the DAPO overlong penalty on
+    correct traces) with its config ``length_cfg``."""
     rewards = torch.tensor([1.0 if c else -1.0 for c in correct])
     lengths = torch.tensor([len(c.tokens) for c in completions])
-    return LENGTH.load(length_cfg.name)(rewards, lengths, torch.tensor(correct), length_cfg).tolist()
+    return shaping(rewards, lengths, torch.tensor(correct), length_cfg).tolist()
 
 
 class RolloutSampler:
     """Draws prompts from the pool, generates ``generations`` completions for each, scores them, and
-    feeds the pass rates back to the pool (No-Positive-Resampling history)."""
+    feeds the pass rates back to the pool (No-Positive-Resampling history). ``shaping``: the reward shaping of
+    the length control ``length`` (``rlscale.rl.length.LENGTHS``), resolved by the run's builder."""
 
     def __init__(self, task: Task, tok: PolicyTokenizer, generator: Generator, pool: NoPositiveResamplingPool,
-                 generations: int, filtering: FilteringConfig, length: LengthConfig, rng: torch.Generator,
-                 meter: ComputeMeter):
+                 generations: int, filtering: FilteringConfig, length: LengthConfig, shaping: RewardShaping,
+                 rng: torch.Generator, meter: ComputeMeter):
         self.task, self.tok, self.generator, self.pool = task, tok, generator, pool
         self.problems = task.train_problems()
         self.generations = generations
         self.filtering = filtering
-        self.length = length
+        self.length, self.shaping = length, shaping
         self.rng = rng
         self.meter = meter
         self.groups_generated = 0
@@ -70,7 +73,7 @@ class RolloutSampler:
         for j, pid in enumerate(ids):
             comps = completions[j * self.generations:(j + 1) * self.generations]
             correct = [score_completion(self.task, self.problems[pid], c) for c in comps]
-            groups.append(ScoredGroup(pid, comps, correct, rewards_for(comps, correct, self.length)))
+            groups.append(ScoredGroup(pid, comps, correct, rewards_for(comps, correct, self.shaping, self.length)))
         self.pool.update(ids, torch.tensor([g.correct for g in groups], dtype=torch.float))
         self.groups_generated += len(groups)
         self.groups_with_signal += sum(g.has_signal for g in groups)

@@ -7,7 +7,8 @@ import importlib.util
 import pytest
 import torch
 
-from rlscale.config.schema import LengthConfig, ModelConfig
+from rlscale.config.schema import ModelConfig
+from rlscale.rl.length import LengthConfig
 from rlscale.core.types import THINK_CLOSE, THINK_OPEN, split_think
 from rlscale.engines.models.hf_model import (Checkpoint, HFPolicyTokenizer, load_hf_policy, render_prompt,
                                              resolve_checkpoint, smollm2_gguf_path)

@@ -20,12 +20,14 @@ from typing import List
 
 import torch
 
-from rlscale.config.schema import (BatchConfig, EngineConfig, GenerationConfig, LossConfig, ModelConfig, OptimConfig,
-                                   RunConfig)
+from rlscale.config.schema import BatchConfig, EngineConfig, GenerationConfig, ModelConfig, OptimConfig, RunConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.rl import aggregation_weights, compute_advantages
+from rlscale.rl.advantages import by_batch
+from rlscale.rl.aggregation import prompt_denominator
+from rlscale.rl.losses import DapoConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared test helpers
 from synthetic_batches import off_policy_batch  # noqa: E402
@@ -44,7 +46,7 @@ def run_config(zero_stage: int) -> RunConfig:
     return RunConfig(
         model=ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
                           max_position_embeddings=32, dtype="float32"),
-        loss=LossConfig(name="dapo", eps_low=0.2, eps_high=0.28, tis_cap=2.0, kl_coef=0.05),
+        loss=DapoConfig(eps_low=0.2, eps_high=0.28, tis_cap=2.0, kl_coef=0.05),
         generation=GenerationConfig(temperature=0.9),
         batch=BatchConfig(micro_batch=2),
         optim=OptimConfig(lr=1e-2, eps=1e-3, weight_decay=0.01, warmup_steps=2, grad_clip=0.5),
@@ -66,8 +68,8 @@ def synthetic_batch(model, cfg: RunConfig, seed: int) -> TrainBatch:
 
 
 def update(learner, batch: TrainBatch, cfg: RunConfig) -> dict:
-    advantages = compute_advantages(batch.rewards, batch.group_ids, "batch")
-    weights = aggregation_weights(batch.mask, batch.group_ids, "prompt")
+    advantages = compute_advantages(batch.rewards, batch.group_ids, by_batch)
+    weights = aggregation_weights(batch.mask, batch.group_ids, prompt_denominator)
     result = learner.step(batch, advantages, weights)
     return {**asdict(result), "lr": learner.scheduler.get_last_lr()[0]}
 

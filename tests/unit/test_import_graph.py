@@ -34,7 +34,7 @@ from typing import Dict, List, Set
 PACKAGE = Path(__file__).resolve().parents[2] / "rlscale"
 
 LAYERS: Dict[str, float] = {
-    "rlscale": 0, "rlscale.paths": 0, "rlscale.options": 0, "rlscale.gpus": 0, "rlscale.runfolder": 0,
+    "rlscale": 0, "rlscale.knobs": 0, "rlscale.paths": 0, "rlscale.options": 0, "rlscale.gpus": 0, "rlscale.runfolder": 0,
     "rlscale.config": 1,
     "rlscale.tracking": 1.5,
     "rlscale.core": 2,

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import torch
 
 from rlscale.config.registry import GENERATOR
-from rlscale.config.schema import GenerationConfig, LengthConfig, RunConfig
+from rlscale.config.schema import GenerationConfig, RunConfig
 from rlscale.core.protocols import Generator, PolicyTokenizer
+from rlscale.rl.length import LengthConfig
 
 
 @dataclass(frozen=True)

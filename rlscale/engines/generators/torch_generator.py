@@ -19,7 +19,7 @@ from typing import Callable, List, Optional, Sequence
 import torch
 from transformers import DynamicCache
 
-from rlscale.config.schema import GenerationConfig, LengthConfig
+from rlscale.config.schema import GenerationConfig
 from rlscale.core.protocols import PolicyTokenizer
 from rlscale.core.types import Completion, GenerationStats
 from rlscale.engines.generators import static_decoder
@@ -27,6 +27,7 @@ from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.engines.generators.graph_decode import GraphDecoder
 from rlscale.engines.generators.phases import PhaseRules, TracePhases, left_pad
 from rlscale.engines.models.policy import head_logits
+from rlscale.rl.length import LengthConfig
 
 SEED_BOUND = 2**62
 

@@ -25,12 +25,13 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
-from rlscale.config.schema import GenerationConfig, LengthConfig
+from rlscale.config.schema import GenerationConfig
 from rlscale.core.protocols import PolicyTokenizer
 from rlscale.core.types import Completion, GenerationStats
 from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.engines.generators.vllm_engine import engine_settings, export_checkpoint, reload_weights, start_engine
 from rlscale.engines.generators.vllm_trace import EngineRequest, Trace, TraceRules
+from rlscale.rl.length import LengthConfig
 
 SEED_BOUND = 2**31 - 1
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from rlscale.config.registry import LEARNER
-from rlscale.config.schema import LossConfig, OptimConfig, RunConfig
+from rlscale.config.registry import LEARNER, LOSS
+from rlscale.config.schema import OptimConfig, RunConfig
 from rlscale.core.protocols import Learner
+from rlscale.rl.losses import LossConfig, PolicyLoss
 
 
 @dataclass(frozen=True)
 class LearnerSettings:
-    """``backend``: ``engine.learner``; ``optim``: the optimizer section; ``loss``: the loss section;
+    """``backend``: ``engine.learner``; ``optim``: the optimizer section; ``loss``: the loss section (its option's
+    config class) and ``policy``: the loss it names, resolved once here;
     ``fp32_head``: ``precision.lm_head_fp32``; ``temperature``: ``generation.temperature``; ``micro_batch``:
     ``batch.micro_batch`` (sequences per forward/backward, per rank under DeepSpeed; 0 = all);
     ``zero_stage``: ``engine.zero_stage`` and ``dtype``: ``model.dtype`` (DeepSpeed); ``compiled``: the torch
@@ -23,6 +25,7 @@ class LearnerSettings:
     backend: str
     optim: OptimConfig
     loss: LossConfig
+    policy: PolicyLoss
     fp32_head: bool
     temperature: float
     micro_batch: int
@@ -33,8 +36,8 @@ class LearnerSettings:
 
     @classmethod
     def of(cls, cfg: RunConfig, compiled: bool = False, max_width: int = 0) -> "LearnerSettings":
-        return cls(cfg.engine.learner, cfg.optim, cfg.loss, cfg.precision.lm_head_fp32, cfg.generation.temperature,
-                   cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, compiled, max_width)
+        return cls(cfg.engine.learner, cfg.optim, cfg.loss, LOSS.load(cfg.loss.name), cfg.precision.lm_head_fp32,
+                   cfg.generation.temperature, cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, compiled, max_width)
 
 
 def build_learner(settings: LearnerSettings, model) -> Learner:

@@ -202,7 +202,7 @@ class DeepSpeedLearner:
         if not cuda:
             log.info("DeepSpeed learner on CPU: training in fp32 (gloo)")
         torch_dtype = torch.bfloat16 if bf16 else torch.float32
-        self.loss = settings.loss
+        self.loss, self.policy = settings.loss, settings.policy
         self.micro_batch = settings.micro_batch
         zero3 = settings.zero_stage == 3
         # ZeRO-3 partitions what it trains: rank 0 keeps ``model`` whole for its generator
@@ -316,7 +316,7 @@ class DeepSpeedLearner:
         # CPU seconds the followers spent on this update (rank 0's own are its compute meter's)
         totals = torch.zeros(6, dtype=torch.float64, device=dev)
         for i, (mb, rows, share) in enumerate(zip(plan, pass_rows, shares)):
-            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss,
+            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.policy, self.loss,
                                     partial(self._trained, boundary=i == len(plan) - 1), proximal, reference,
                                     share, tokens_in_loss)
             # DeepSpeed averages gradients over ranks; a ballast pass only keeps the collectives in step

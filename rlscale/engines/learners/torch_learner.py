@@ -101,7 +101,7 @@ class TorchLearner:
     def __init__(self, settings: LearnerSettings, model, ref_model=None):
         self.model = model
         self.optim = settings.optim
-        self.loss = settings.loss
+        self.loss, self.policy = settings.loss, settings.policy
         self.fp32_head = settings.fp32_head
         self.temperature = settings.temperature
         self.micro_batch = settings.micro_batch
@@ -154,8 +154,8 @@ class TorchLearner:
         reference = partial(self._scored, self.ref_model) if self.ref_model is not None else None
         self.optimizer.zero_grad(set_to_none=True)
         for rows, share in zip(micro_batches, shares):
-            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.loss, self._trained,
-                                    proximal, reference, share, tokens_in_loss)
+            part = micro_batch_loss(batch.rows(rows), advantages[rows], weights[rows], self.policy, self.loss,
+                                    self._trained, proximal, reference, share, tokens_in_loss)
             part.loss.backward()
             if self.master is not None:
                 self.master.collect_grads()

@@ -13,9 +13,10 @@ from typing import Callable, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import LossConfig, OptimConfig
+from rlscale.config.schema import OptimConfig
 from rlscale.core.types import TrainBatch
-from rlscale.rl import LossInputs, policy_loss
+from rlscale.rl import LossInputs, PolicyLoss, policy_loss
+from rlscale.rl.losses import LossConfig
 
 # input_ids -> per-token log-probs [N, L-1] (and entropies, for the trained pass)
 Scorer = Callable[[torch.Tensor], torch.Tensor]
@@ -46,17 +47,18 @@ class MicroLoss:
     has_kl: bool
 
 
-def micro_batch_loss(part: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor, spec: LossConfig,
-                     trained: TrainedPass, proximal: Scorer, reference: Optional[Scorer], share: float,
+def micro_batch_loss(part: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor, policy: PolicyLoss,
+                     spec: LossConfig, trained: TrainedPass, proximal: Scorer, reference: Optional[Scorer], share: float,
                      tokens_in_loss: float) -> MicroLoss:
-    """The loss of the rows ``part`` with their ``advantages`` [n] and global ``weights`` [n, L-1]:
+    """The loss ``policy`` (with its config ``spec``) of the rows ``part`` with their ``advantages`` [n] and global
+    ``weights`` [n, L-1]:
     the proximal policy's log-probs (the TIS denominator, only with ``spec.tis_cap``) and the reference's
     (only for a KL term) are scored before the trained pass, as both learners need."""
     prox = proximal(part.input_ids) if spec.tis_cap is not None else None
     ref = reference(part.input_ids) if reference is not None else None
     logp, entropy = trained(part.input_ids)
     out = policy_loss(LossInputs(logp=logp, gen_logp=part.gen_logp, advantages=advantages, mask=part.mask,
-                                 prox_logp=prox, ref_logp=ref), spec)
+                                 prox_logp=prox, ref_logp=ref), policy, spec)
     loss = (weights * out.per_token).sum()
     kl = out.kl.detach() * share if out.kl is not None else torch.zeros((), device=loss.device)
     stats = torch.stack([loss.detach().double(), out.clip_fraction.detach().double() * share,

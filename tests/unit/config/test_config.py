@@ -48,7 +48,7 @@ def test_overrides_reach_the_typed_config():
     (["length=penalty", "length.l_cache=0"], "length.l_cache"),
     (["length=penalty", "length.l_cache=8", "length.l_max=6"], "length.l_cache"),
     (["length=penalty", "length.l_max=40"], "length.l_cache"),  # beyond the 24 + 8 token budget
-    (["seed=99999999999999999999"], "field 'seed': must be at most 2^63 - 1"),  # torch.manual_seed overflows
+    (["seed=99999999999999999999"], "field 'seed': must be in [0, 9223372036854775807]"),  # torch.manual_seed overflows
     (["task.seed=9223372036854775808"], "field 'task.seed'"),
     (["model.hidden_size=3"], "field 'model.hidden_size': must be a multiple of model.num_heads (4)"),
 ])
@@ -91,7 +91,7 @@ def test_a_name_far_from_every_field_gets_no_guess_and_no_search_path():
 
 def test_default_length_penalty_starts_where_the_papers_does():
     """The paper's DAPO penalty (l_max 14k, l_cache 2k) starts at 12k of its 14,336-token budget, 84 %."""
-    cfg = compose_run_config([])
+    cfg = compose_run_config(["length=penalty"])
     budget = cfg.generation.max_think_tokens + cfg.generation.max_answer_tokens
     assert (cfg.length.l_max - cfg.length.l_cache) / budget == pytest.approx(12_000 / 14_336, abs=0.01)
     assert cfg.length.l_cache / cfg.length.l_max == pytest.approx(2_000 / 14_000, abs=0.02)

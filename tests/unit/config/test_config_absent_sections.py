@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlscale.config import ConfigError, compose_run_config, load_run_config, typed
-from rlscale.config.schema import ABSENT_AS_DEFAULT
+from rlscale.config.schema import ABSENT_AS_DEFAULT, FLAT_DEFAULTS
 from rlscale.fit.curves import companion_keys
 from rlscale.sweep.expand import Run
 from rlscale.sweep.resolve import ResolvedRun
@@ -31,7 +31,7 @@ def test_a_config_written_before_the_sections_is_the_same_run(tmp_path, setting)
     loaded = load_run_config(path)
     assert OmegaConf.to_container(loaded) == OmegaConf.to_container(cfg)
     assert RunIdentity.of(typed(loaded), path.parent) == RunIdentity.of(typed(cfg), path.parent)
-    assert prepare_run_dir([f"out={tmp_path / 'run'}"]) == tmp_path / "run"
+    assert prepare_run_dir([f"out={tmp_path / 'run'}"])[0] == tmp_path / "run"
     assert all(f"{name.rpartition('.')[2]}:" not in path.read_text() for name in ABSENT_AS_DEFAULT)  # left as it was
     run = Run(variant="run", name="run", config="config", overrides=(), axis=None, seed=None)
     assert config_conflict(ResolvedRun(run, (), cfg, path.parent)) is None
@@ -46,3 +46,27 @@ def test_a_config_written_before_the_sections_is_the_same_run(tmp_path, setting)
 def test_a_part_or_set_is_fitted_with_its_own_error_and_sizes():
     assert companion_keys("val_reward") == ("val_reward_se", "val_samples", "val_prompts")
     assert companion_keys("val_reward/code") == ("val_reward_se/code", "val_samples/code", "val_prompts/code")
+
+
+@pytest.mark.parametrize("overrides, identity", [
+    ([], "217f4a3679c4"), (["loss=dapo"], "cc21d8b509ed"), (["length=penalty"], "35a9f65f6ab1"),
+    (["curriculum=uniform"], "607fcdfe35dc")])
+def test_a_section_typed_by_its_option_keeps_the_identity_of_the_flat_section(overrides, identity):
+    """The checkpoint identity (rlscale.train.checkpoint.RunIdentity) of configs whose loss, length and curriculum
+    sections were one flat section each, every option's knobs in it: the same hash as then (measured with that
+    schema), so their checkpoints resume."""
+    assert RunIdentity.of(typed(compose_run_config(overrides)), "r").config[:12] == identity
+
+
+def test_a_config_yaml_of_flat_sections_loads_and_is_the_same_run(tmp_path):
+    """A config.yaml whose sections hold every option's knobs, as the flat schema wrote them, loads (the knobs its
+    option lacks dropped) and is the same run as the one composed now: resumed, not refused."""
+    run = tmp_path / "run"
+    _, cfg = prepare_run_dir([f"out={run}", "loss=dapo", "length=penalty"])
+    tree = OmegaConf.to_container(cfg)
+    for section, flat in FLAT_DEFAULTS.items():
+        tree[section] = {**flat, **tree[section]}
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(tree))
+    loaded = load_run_config(run / "config.yaml")
+    assert (loaded.loss.eps_high, "cispo_cap" in loaded.loss, "window" in loaded.length) == (0.28, False, False)
+    assert prepare_run_dir([f"out={run}", "loss=dapo", "length=penalty"])[0] == run

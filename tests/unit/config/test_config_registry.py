@@ -9,17 +9,14 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from omegaconf import OmegaConf
 from typer.testing import CliRunner
 
 from rlscale.cli import app
 from rlscale.config import ConfigError, compose_run_config
 from rlscale.config.compose import compose_raw
-from rlscale.config.registry import AXES, BY_FIELD, LOSS
+from rlscale.config.registry import AGGREGATION, AXES, BY_FIELD, LOSS, NORMALIZATION
 from rlscale.paths import CONF_DIR, PACKAGE_DIR
-from rlscale.config.schema import LossConfig
-from rlscale.rl import LossInputs, aggregation_weights, compute_advantages, policy_loss
 from rlscale.tasks.answer_format import AnswerFormat
 
 GROUPED = [axis for axis in AXES if axis.group]
@@ -68,7 +65,7 @@ def defined(path: str) -> bool:
 
 
 def test_every_factory_names_code_that_exists():
-    factories = [(axis.field, name, option.factory) for axis in AXES for name, option in axis.options.items()
+    factories = [(axis.field, name, option.factory) for axis in AXES for name, option in axis.choices.items()
                  if option.factory]
     assert len(factories) > 25
     assert [(field, name, path) for field, name, path in factories if not defined(path)] == []
@@ -106,11 +103,8 @@ def test_the_code_of_a_name_is_imported_only_when_it_is_chosen():
 
 
 def test_the_code_a_name_selects_checks_the_name():
-    one = torch.ones(2, 3)
-    loss = LossInputs(logp=one, gen_logp=one, advantages=torch.ones(2), mask=one)
-    for call, field in ((lambda: policy_loss(loss, LossConfig("ppo")), "loss.name"),
-                        (lambda: aggregation_weights(one, torch.tensor([0, 0]), "mean"), "aggregation.name"),
-                        (lambda: compute_advantages(torch.ones(2), torch.tensor([0, 0]), "std"), "normalization.name"),
+    for call, field in ((lambda: LOSS.load("ppo"), "loss.name"), (lambda: AGGREGATION.load("mean"), "aggregation.name"),
+                        (lambda: NORMALIZATION.load("std"), "normalization.name"),
                         (lambda: AnswerFormat("boxed"), "task.answer_format")):
         with pytest.raises(ValueError, match=f"^field '{field}': '[a-z]+' is not one of "):
             call()

@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from rlscale.config import ConfigError, compose_run_config, load_run_config
 from rlscale.config.reference import reference
+from rlscale.config.registry import BY_FIELD
 from rlscale.config.schema import RunConfig
 from rlscale.runfolder.status import read_status
 from rlscale.train.entry import train_run_dir
@@ -38,7 +39,11 @@ def test_the_composed_default_is_the_schema_default():
 def leaf_fields(cls: type, prefix: str = ""):
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        if dataclasses.is_dataclass(hints[f.name]):
+        if "axis" in f.metadata:  # a section typed by its option: the fields of every option's class
+            axis = BY_FIELD[f.metadata["axis"]]
+            for name in axis.names:
+                yield from leaf_fields(axis.config_class(name), f"{prefix}{f.name}.")
+        elif dataclasses.is_dataclass(hints[f.name]):
             yield from leaf_fields(hints[f.name], f"{prefix}{f.name}.")
         else:
             yield f"{prefix}{f.name}", f
@@ -59,14 +64,16 @@ def test_the_configuration_reference_is_up_to_date():
     assert (ROOT / "docs" / "configuration.md").read_text() == text, (
         "docs/configuration.md is out of date: python -m rlscale.config.reference > docs/configuration.md")
     assert "| `loss.name` | `cispo` | `cispo` \\| `dapo` \\| `grpo` \\| `gspo` \\| `module:attribute` | Sec. 3.2 |" in text
-    assert "| `offpolicy.batches_per_version` | `2` | integer | Sec. 3.1 |" in text
+    assert "| `offpolicy.batches_per_version` | `2` | integer, >= 0 | Sec. 3.1 |" in text
+    assert "| `loss.cispo_cap` | `4.0` | number, > 0 | Sec. 3.2 |" in text  # under loss=cispo's own knobs
 
 
 def test_cispo_caps_the_ratio_with_its_own_field():
     cfg = compose_run_config(["loss.cispo_cap=8"])
-    assert (cfg.loss.name, cfg.loss.cispo_cap, cfg.loss.eps_high) == ("cispo", 8.0, 0.28)
+    assert (cfg.loss.name, cfg.loss.cispo_cap) == ("cispo", 8.0) and "eps_high" not in cfg.loss
     assert compose_run_config(["loss=dapo", "loss.eps_high=0.3"]).loss.eps_high == 0.3
-    with pytest.raises(ConfigError, match=r"field 'loss.eps_high': 5.0 with loss cispo; .* loss.cispo_cap$"):
+    with pytest.raises(ConfigError, match=r"field 'loss.eps_high': loss.name=cispo has no such knob \(its knobs: "
+                                          r"cispo_cap, kl_coef, tis_cap\); it is a knob of loss=dapo and loss=grpo"):
         compose_run_config(["loss.eps_high=5"])
 
 
@@ -100,6 +107,6 @@ def test_an_older_cispo_run_folder_fails_in_one_line_and_keeps_its_config(tmp_pa
     before = (folder / "config.yaml").read_text()
     assert train_run_dir(folder) == "failed"
     reason = read_status(folder)["reason"]
-    assert reason.endswith("field 'loss.eps_high': 4.0 with loss cispo; eps_high is the PPO-clip bound 1 + eps_high, "
-                           "unused by cispo, whose ratio cap is loss.cispo_cap") and "\n" not in reason
+    assert "field 'loss.eps_low': loss.name=cispo has no such knob (its knobs: cispo_cap, kl_coef, tis_cap)" in reason
+    assert "\n" not in reason
     assert (folder / "config.yaml").read_text() == before and not (folder / "metrics.jsonl").exists()

@@ -6,7 +6,8 @@ import os
 
 import torch
 
-from rlscale.config.schema import LengthConfig, ModelConfig
+from rlscale.config.schema import ModelConfig
+from rlscale.rl.length import LengthConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, StallClock, use_persistent_cache
 from rlscale.engines.generators.graph_decode import KV_BLOCK, GraphDecoder, batch_bucket, bucket_slots

@@ -18,7 +18,8 @@ import torch
 from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
                           Qwen3ForCausalLM)
 
-from rlscale.config.schema import LengthConfig, ModelConfig
+from rlscale.config.schema import ModelConfig
+from rlscale.rl.length import LengthConfig
 from rlscale.engines.generators.graph_decode import GraphDecoder, batch_bucket, record_step
 from rlscale.engines.generators.phases import PhaseRules
 from rlscale.engines.generators.static_decoder import StaticKVDecoder, supports

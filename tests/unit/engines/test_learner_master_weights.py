@@ -7,7 +7,8 @@ import copy
 
 import torch
 
-from rlscale.config.schema import BatchConfig, LengthConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.rl.length import LengthConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.torch_learner import TorchLearner

@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from rlscale.config.schema import LengthConfig, ModelConfig, TaskConfig
+from rlscale.config.schema import ModelConfig, TaskConfig
+from rlscale.rl.length import LengthConfig
 from rlscale.engines.models import tiny_model
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 
-KEY_OF_DEFAULTS = ("from rlscale.config.schema import LengthConfig, ModelConfig, TaskConfig;"
+KEY_OF_DEFAULTS = ("from rlscale.config.schema import ModelConfig, TaskConfig;"
+                   "from rlscale.rl.length import LengthConfig;"
                    "from rlscale.engines.models.char_tokenizer import CharTokenizer;"
                    "from rlscale.engines.models.tiny_model import tiny_model_key;"
                    "print(tiny_model_key(ModelConfig(), TaskConfig(), CharTokenizer(LengthConfig().phrase)))")

@@ -22,9 +22,17 @@ import math
 import pytest
 import torch
 
-from rlscale.config.schema import LossConfig
+from rlscale.config.registry import NORMALIZATION
 from rlscale.rl import (LossInputs, aggregation_weights, compute_advantages, policy_loss,
                         sequence_log_ratio)
+from rlscale.rl.advantages import NORMALIZATIONS
+from rlscale.rl.aggregation import AGGREGATIONS
+from rlscale.rl.losses import LOSSES, CispoConfig, ClipConfig, DapoConfig, GspoConfig, LossConfig
+
+
+def loss_of(inp: LossInputs, spec: LossConfig):
+    """The built-in loss of ``spec.name`` with its config, as the learner calls it."""
+    return policy_loss(inp, LOSSES[spec.name], spec)
 
 F64 = torch.float64
 LENGTHS = [3, 2, 4, 1, 3, 2]
@@ -81,30 +89,32 @@ ADVANTAGES = {
 
 @pytest.mark.parametrize("normalization", sorted(ADVANTAGES))
 def test_advantages_table(normalization):
-    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), normalization, eps=0.0)
+    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS[normalization], eps=0.0)
     torch.testing.assert_close(got, torch.tensor(ADVANTAGES[normalization], dtype=F64))
 
 
 def test_advantages_default_eps_and_order_independence():
     # The eps default shifts the values by ~1e-6 relative only.
-    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), "group")
+    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS["group"])
     torch.testing.assert_close(got, torch.tensor(ADVANTAGES["group"], dtype=F64), rtol=2e-6, atol=0)
     # Interleaving the groups permutes the advantages the same way.
     perm = torch.tensor([3, 0, 4, 1, 5, 2])
-    got = compute_advantages(torch.tensor(REWARDS, dtype=F64)[perm], group_ids()[perm], "batch", eps=0.0)
+    got = compute_advantages(torch.tensor(REWARDS, dtype=F64)[perm], group_ids()[perm], NORMALIZATIONS["batch"],
+                             eps=0.0)
     torch.testing.assert_close(got, torch.tensor(ADVANTAGES["batch"], dtype=F64)[perm])
 
 
 def test_zero_variance_group_gets_zero_advantage_not_nan():
     # group 0 rewards (1, 1): centred (0, 0), std 0, 0 / (0 + eps) = 0. group 1 rewards (1, -1):
     # centred (1, -1), std 1, so (1, -1) / (1 + 1e-6).
-    got = compute_advantages(torch.tensor([1.0, 1.0, 1.0, -1.0]), torch.tensor([0, 0, 1, 1]), "group")
+    got = compute_advantages(torch.tensor([1.0, 1.0, 1.0, -1.0]), torch.tensor([0, 0, 1, 1]),
+                             NORMALIZATIONS["group"])
     torch.testing.assert_close(got, torch.tensor([0.0, 0.0, 1.0, -1.0]), rtol=1e-5, atol=0)
 
 
 def test_unknown_normalization_is_rejected():
-    with pytest.raises(ValueError, match="normalization"):
-        compute_advantages(torch.zeros(2), torch.zeros(2, dtype=torch.long), "prompt")
+    with pytest.raises(ValueError, match="normalization.name"):
+        NORMALIZATION.load("prompt")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -126,7 +136,7 @@ def weights_table(per_sequence: list[float]) -> torch.Tensor:
 
 @pytest.mark.parametrize("mode", sorted(SEQ_WEIGHTS))
 def test_aggregation_weights_table(mode):
-    got = aggregation_weights(mask(), group_ids(), mode)
+    got = aggregation_weights(mask(), group_ids(), AGGREGATIONS[mode])
     torch.testing.assert_close(got, weights_table(SEQ_WEIGHTS[mode]))
 
 
@@ -139,7 +149,7 @@ def test_aggregation_weights_table(mode):
 def test_aggregation_ignores_an_empty_sequence(mode, expected):
     m = mask()
     m[3] = 0.0
-    got = aggregation_weights(m, group_ids(), mode)
+    got = aggregation_weights(m, group_ids(), AGGREGATIONS[mode])
     expected_table = weights_table(expected)
     expected_table[3] = 0.0
     torch.testing.assert_close(got, expected_table)
@@ -153,13 +163,13 @@ def test_aggregation_ignores_an_empty_sequence(mode, expected):
 def test_aggregation_ignores_an_empty_group(mode, expected):
     m = mask()
     m[3:] = 0.0
-    got = aggregation_weights(m, group_ids(), mode)
+    got = aggregation_weights(m, group_ids(), AGGREGATIONS[mode])
     torch.testing.assert_close(got, weights_table(expected + [0.0] * 3))
 
 
 @pytest.mark.parametrize("mode", sorted(SEQ_WEIGHTS))
 def test_aggregation_of_an_empty_batch_is_zero(mode):
-    got = aggregation_weights(torch.zeros(3, 4), torch.tensor([0, 0, 1]), mode)
+    got = aggregation_weights(torch.zeros(3, 4), torch.tensor([0, 0, 1]), AGGREGATIONS[mode])
     assert torch.equal(got, torch.zeros(3, 4))
 
 
@@ -193,10 +203,10 @@ def test_aggregation_of_an_empty_batch_is_zero(mode):
 #   seq 5: 2 * -1.5 = -3, 0.72 * -1 = -0.72
 # -> 1 of 15 tokens clipped.
 SPECS = {
-    "grpo": LossConfig("grpo", eps_low=0.2, eps_high=0.2, cispo_cap=4.0),
-    "dapo": LossConfig("dapo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0),
-    "gspo": LossConfig("gspo", eps_low=0.3, eps_high=0.1, cispo_cap=4.0),
-    "cispo": LossConfig("cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0),
+    "grpo": ClipConfig("grpo", eps_low=0.2, eps_high=0.2),
+    "dapo": DapoConfig("dapo", eps_low=0.2, eps_high=0.28),
+    "gspo": GspoConfig("gspo", eps_low=0.3, eps_high=0.1),
+    "cispo": CispoConfig("cispo", cispo_cap=4.0),
 }
 COEFFICIENTS = {
     "grpo": [[1.2, 0.5, 1.0], [0.8, 0.8], [2.0, 0.8, 1.21, 1.21], [1.2], [1.25, 0.8, 1.25], [2.0, 0.8]],
@@ -215,7 +225,7 @@ DIAGNOSTICS = {  # clip_fraction, ratio_mean
 @pytest.mark.parametrize("loss", sorted(SPECS))
 def test_per_token_loss_table(loss):
     adv = ADVANTAGES["none"]
-    out = policy_loss(inputs(torch.tensor(adv, dtype=F64), logp_leaf()), SPECS[loss])
+    out = loss_of(inputs(torch.tensor(adv, dtype=F64), logp_leaf()), SPECS[loss])
     expected = padded([[-a * c for c in row] for a, row in zip(adv, COEFFICIENTS[loss])], 0.0)
     torch.testing.assert_close(out.per_token, expected)
     clip_fraction, ratio_mean = DIAGNOSTICS[loss]
@@ -238,9 +248,9 @@ ROW_SUMS = {
 
 
 def objective(loss: str, mode: str, normalization: str, logp: torch.Tensor) -> torch.Tensor:
-    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), normalization, eps=0.0)
-    weights = aggregation_weights(mask(), group_ids(), mode)
-    return (weights * policy_loss(inputs(adv, logp), SPECS[loss]).per_token).sum()
+    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS[normalization], eps=0.0)
+    weights = aggregation_weights(mask(), group_ids(), AGGREGATIONS[mode])
+    return (weights * loss_of(inputs(adv, logp), SPECS[loss]).per_token).sum()
 
 
 @pytest.mark.parametrize("normalization", sorted(ADVANTAGES))
@@ -281,7 +291,7 @@ def gradient(loss: str) -> tuple[torch.Tensor, torch.Tensor]:
     adv = torch.tensor(ADVANTAGES["none"], dtype=F64)
     weights = weights_table(SEQ_WEIGHTS["prompt"])
     inp = LossInputs(logp=logp, gen_logp=gen, advantages=adv, mask=mask())
-    (weights * policy_loss(inp, SPECS[loss]).per_token).sum().backward()
+    (weights * loss_of(inp, SPECS[loss]).per_token).sum().backward()
     return logp.grad, gen.grad
 
 
@@ -325,10 +335,10 @@ def test_gspo_sequence_ratio_is_the_geometric_mean():
 @pytest.mark.parametrize("mode", sorted(SEQ_WEIGHTS))
 @pytest.mark.parametrize("loss", sorted(SPECS))
 def test_gradient_accumulation_does_not_change_loss_or_gradient(loss, mode):
-    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), "batch")
-    weights = aggregation_weights(mask(), group_ids(), mode)  # once, over the whole batch
+    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS["batch"])
+    weights = aggregation_weights(mask(), group_ids(), AGGREGATIONS[mode])  # once, over the whole batch
     whole_logp = logp_leaf()
-    whole = (weights * policy_loss(inputs(adv, whole_logp), SPECS[loss]).per_token).sum()
+    whole = (weights * loss_of(inputs(adv, whole_logp), SPECS[loss]).per_token).sum()
     whole.backward()
 
     micro_logp = logp_leaf()
@@ -336,7 +346,7 @@ def test_gradient_accumulation_does_not_change_loss_or_gradient(loss, mode):
     accumulated = torch.zeros((), dtype=F64)
     for part in (slice(0, 2), slice(2, 6)):  # 2 + 4 sequences; splits group 7
         inp = LossInputs(logp=micro_logp[part], gen_logp=gen[part], advantages=adv[part], mask=m[part])
-        micro = (weights[part] * policy_loss(inp, SPECS[loss]).per_token).sum()
+        micro = (weights[part] * loss_of(inp, SPECS[loss]).per_token).sum()
         micro.backward()
         accumulated = accumulated + micro.detach()
     torch.testing.assert_close(accumulated, whole.detach())
@@ -364,9 +374,10 @@ def test_truncated_importance_sampling_hand_computed():
             ("cispo", 0.2, 0.28, 1.0, [-2 * math.log(0.5), -0.5 * math.log(0.2)], [-2.0, -0.5]),
             ("grpo", 0.2, 0.2, -1.0, [2.0, 0.5], [2.0, 0.5])):
         logp = pi.log().requires_grad_()
-        out = policy_loss(LossInputs(logp=logp, gen_logp=gen.log(), advantages=torch.tensor([adv], dtype=F64),
+        out = loss_of(LossInputs(logp=logp, gen_logp=gen.log(), advantages=torch.tensor([adv], dtype=F64),
                                      mask=ones, prox_logp=pi.log()),
-                          LossConfig(name, eps_low=eps_low, eps_high=eps_high, cispo_cap=4.0, tis_cap=2.0))
+                          (CispoConfig(name, cispo_cap=4.0, tis_cap=2.0) if name == "cispo"
+                           else ClipConfig(name, eps_low=eps_low, eps_high=eps_high, tis_cap=2.0)))
         torch.testing.assert_close(out.per_token, torch.tensor([loss], dtype=F64))
         out.per_token.sum().backward()
         torch.testing.assert_close(logp.grad, torch.tensor([grad], dtype=F64))
@@ -376,10 +387,10 @@ def test_truncated_importance_sampling_hand_computed():
 def test_truncated_importance_sampling_off_leaves_the_loss_unchanged():
     """Without prox_logp, or with tis_cap None, rho is taken against pi_gen and no weight applies."""
     adv = torch.tensor(ADVANTAGES["none"], dtype=F64)
-    spec = LossConfig("grpo", eps_low=0.2, eps_high=0.2, cispo_cap=4.0, tis_cap=2.0)
-    plain = policy_loss(inputs(adv, logp_leaf()), SPECS["grpo"]).per_token
-    torch.testing.assert_close(policy_loss(inputs(adv, logp_leaf()), spec).per_token, plain)
-    torch.testing.assert_close(policy_loss(inputs(adv, logp_leaf(), prox_logp=padded(LOGP, -7.0)),
+    spec = ClipConfig("grpo", eps_low=0.2, eps_high=0.2, tis_cap=2.0)
+    plain = loss_of(inputs(adv, logp_leaf()), SPECS["grpo"]).per_token
+    torch.testing.assert_close(loss_of(inputs(adv, logp_leaf()), spec).per_token, plain)
+    torch.testing.assert_close(loss_of(inputs(adv, logp_leaf(), prox_logp=padded(LOGP, -7.0)),
                                            SPECS["grpo"]).per_token, plain)
 
 
@@ -391,15 +402,15 @@ def test_kl_term_value():
     delta = padded([[ln2] * 3, [-ln2] * 2, [0.0] * 4, [0.0], [0.0] * 3, [0.0] * 2], 0.0)
     ref = padded(LOGP, -7.0) + delta
     adv = torch.tensor(ADVANTAGES["none"], dtype=F64)
-    spec = LossConfig("cispo", eps_low=0.2, eps_high=0.28, cispo_cap=4.0, kl_coef=0.1)
-    out = policy_loss(inputs(adv, logp_leaf(), ref_logp=ref), spec)
-    plain = policy_loss(inputs(adv, logp_leaf()), SPECS["cispo"]).per_token
+    spec = CispoConfig("cispo", cispo_cap=4.0, kl_coef=0.1)
+    out = loss_of(inputs(adv, logp_leaf(), ref_logp=ref), spec)
+    plain = loss_of(inputs(adv, logp_leaf()), SPECS["cispo"]).per_token
     added = padded([[0.1 * 0.3068528194] * 3, [0.1 * 0.1931471806] * 2, [0.0] * 4, [0.0], [0.0] * 3,
                     [0.0] * 2], 0.0)
     torch.testing.assert_close(out.per_token - plain.detach(), added)
     assert out.kl.item() == pytest.approx(0.0871235213)
     with pytest.raises(ValueError, match="ref_logp"):
-        policy_loss(inputs(adv, logp_leaf()), spec)
+        loss_of(inputs(adv, logp_leaf()), spec)
 
 
 def test_shape_validation():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlscale.config.compose import ConfigError, compose_run_config, typed
+from rlscale.config.schema import FLAT_DEFAULTS
 from rlscale.core.types import Completion
 from rlscale.tasks.mixture import MixtureTask, interleave, part_of
 from rlscale.train.batch import ScoredGroup
@@ -132,6 +133,8 @@ def test_a_run_without_a_mixture_keeps_its_config_hash():
         parent, _, leaf = key.rpartition(".")
         (fields[parent] if parent else fields).pop(leaf)
     del fields["mixture"], fields["eval"]
+    for section, flat in FLAT_DEFAULTS.items():  # the knobs one flat section per axis had, as it wrote them
+        fields[section] = {**flat, **fields[section]}
     before = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
     assert RunIdentity.of(cfg, "r").config == before
     mixed = typed(compose_run_config(["task=math_code"]))

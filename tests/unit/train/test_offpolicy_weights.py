@@ -13,7 +13,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from rlscale.config.schema import GenerationConfig, LengthConfig, ModelConfig
+from rlscale.config.schema import GenerationConfig, ModelConfig
+from rlscale.rl.length import LengthConfig
 from rlscale.engines.generators.torch_generator import TorchGenerator
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.tiny_model import build_tiny_llama
