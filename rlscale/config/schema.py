@@ -56,27 +56,36 @@ class ModelConfig:
 
 @dataclass
 class TaskConfig:
-    """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2)."""
+    """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2). The task class ``name`` selects
+    checks its own fields as the config is composed (its ``config_problems``), before any compute."""
 
     name: str = knob("reasoning_gym", "``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: "
                      "local jsonl/parquet problems scored with Math-Verify; ``code``: small Python functions run "
                      "on hidden tests in a sandbox", "Sec. 2")
     dataset: str = knob("chain_sum", "reasoning_gym: the task's name, any task reasoning-gym registers (``chain_sum``, "
-                        "``basic_arithmetic``, ``gsm_symbolic``, ``products``, ...)")
+                        "``basic_arithmetic``, ``gsm_symbolic``, ``products``, ...); another name is refused as the "
+                        "config is composed, the closest one suggested")
     dataset_kwargs: dict = knob({}, "reasoning_gym: arguments of the task's generator, over its defaults (chain_sum's "
-                                "here: 2-4 one-digit terms, a difficulty mix); a key the task does not take fails by "
-                                "name. On the command line ``+task.dataset_kwargs.KEY=VALUE`` adds one")
+                                "here: 2-4 one-digit terms, a difficulty mix); a key the task's config does not have "
+                                "(the closest one named) and values its ``validate()`` refuses are refused as the "
+                                "config is composed. On the command line ``+task.dataset_kwargs.KEY=VALUE`` adds one")
     train_size: int = knob(2000, "training prompts (math: at most this many rows)", gt=0)
-    val_size: int = knob(400, "held-out validation prompts (reasoning_gym: distinct, none a training prompt; refused "
-                         "when the task cannot give that many); the eval is their mean pass rate", "Sec. 2", gt=0)
-    path: Optional[str] = knob(None, "math: the problems file (jsonl or parquet; verl or Polaris columns)")
+    val_size: int = knob(400, "held-out validation prompts (reasoning_gym: distinct, none a training prompt); the eval "
+                         "is their mean pass rate. Refused as the config is composed when it leaves no training prompt "
+                         "among the code task's 2,105 prompts, a math file's rows (without ``val_path``) or the "
+                         "distinct prompts of reasoning-gym's chain_sum and products (counted from their arguments); "
+                         "other reasoning-gym tasks refuse as the split is drawn when they give fewer", "Sec. 2",
+                         gt=0)
+    path: Optional[str] = knob(None, "math: the problems file (jsonl or parquet; verl or Polaris columns), or "
+                               "``champ``; a missing or unreadable file is refused as the config is composed")
     val_path: Optional[str] = knob(None, "math: a separate validation file (else ``val_size`` rows of ``path`` "
                                    "are held out)")
     prompt_style: str = knob("expression", "reasoning_gym: ``question`` (the dataset's text) or ``expression`` (the "
                              "entry's arithmetic expression followed by \" =\", a compact prompt for the char-level "
                              "tiny model)")
-    prompt_key: str = knob("prompt", "math: the prompt column")
-    answer_key: str = knob("answer", "math: the reference answer column")
+    prompt_key: str = knob("prompt", "math: the prompt column (else ``problem``); a file without it is refused as the "
+                           "config is composed, from its first row or parquet schema")
+    answer_key: str = knob("answer", "math: the reference answer column (else ``reward_model``), checked alike")
     answer_format: str = knob("exact", "how the answer is asked for and checked (``rlscale.tasks.answer_format``)",
                               "Sec. 2")
     seed: int = knob(1234, "seed of the task's problems and of the held-out split", ge=0, le=MAX_SEED)

@@ -60,7 +60,7 @@ def validate(cfg: DictConfig) -> List[str]:
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")
-    problems += file_problems("task", cfg.task)
+    problems += file_problems("task", cfg.task) or task_problems("task", cfg.task)
     problems += mixture_problems(cfg)
     problems += downstream_problems(cfg)
     problems += job_shape_problems(cfg)
@@ -111,7 +111,7 @@ def named_tasks_problems(where: str, entries, taken: set) -> List[str]:
             value = entry.task[axis.field.split(".")[-1]]
             if value != "mixture" and (problem := axis.problem(value)) is not None:
                 problems.append(problem.replace("field '", f"field '{at}.", 1))
-        problems += file_problems(f"{at}.task", entry.task)
+        problems += file_problems(f"{at}.task", entry.task) or task_problems(f"{at}.task", entry.task)
     return problems
 
 
@@ -120,6 +120,15 @@ def file_problems(where: str, task: DictConfig) -> List[str]:
     if task.name == "math" and (OmegaConf.is_missing(task, "path") or task.path is None):
         return [f"field '{where}.path': not set; task.name=math reads a .jsonl or .parquet file (or 'champ')"]
     return []
+
+
+def task_problems(where: str, task: DictConfig) -> List[str]:
+    """What the task class ``task.name`` selects finds wrong with its arguments before any compute: its
+    classmethod ``config_problems(cfg, where)``, where it has one (every built-in task does)."""
+    if task.name == "mixture" or TASK.problem(task.name) is not None:
+        return []  # the mixture's parts are checked one by one; a name TASK refuses is said by its check
+    check = getattr(TASK.load(task.name), "config_problems", None)
+    return check(OmegaConf.to_object(task), where) if check else []
 
 
 def job_shape_problems(cfg: DictConfig) -> List[str]:

@@ -28,6 +28,10 @@ class Demonstration:
 
 
 class Task(Protocol):
+    """A task class, built from its ``TaskConfig``. It may also give a classmethod ``config_problems(cfg, where)
+    -> List[str]``: one line per problem of the config, ``field '<where>.<field>': ...``, found without building
+    it; validation calls it as the config is composed (every built-in task has one)."""
+
     name: str
 
     def train_problems(self) -> List[Problem]:

@@ -16,6 +16,7 @@ from typing import List, Tuple
 from rlscale.tasks.base import Problem
 
 CHAMP_VERSION = "v0"
+CHAMP_PROBLEMS = 270  # in CHAMP_VERSION: what task.val_size is checked against before they are read
 
 # (pattern, replacement) applied in order to each answer.
 ANSWER_RULES = (

@@ -111,29 +111,46 @@ def _expected(params: str, body: str, inputs: Sequence[tuple]) -> str:
     return repr(tuple((args, function(*args)) for args in inputs))
 
 
+@lru_cache(maxsize=1)
+def prompt_space() -> Tuple[Tuple[Family, str, str], ...]:
+    """(family, body, says) of every distinct prompt, in ``FAMILIES``' order."""
+    return tuple((family, body, says) for family in FAMILIES for body, says in family.instances())
+
+
 class CodeTask:
     """Small Python functions from ``FAMILIES``, scored by running the answer in the sandbox on hidden tests."""
 
     name = "code"
 
     def __init__(self, cfg: TaskConfig):
-        if cfg.prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"task.prompt_style={cfg.prompt_style!r}: the code task takes "
-                             f"{' or '.join(PROMPT_STYLES)}")
-        if cfg.answer_format == "math_verify":
-            raise ValueError("task.answer_format=math_verify: the code task runs the answer as code "
-                             "(use exact or tagged)")
-        space = [(family, body, says) for family in FAMILIES for body, says in family.instances()]
-        if not 0 < cfg.val_size < len(space):
-            raise ValueError(f"task.val_size={cfg.val_size}: must leave training prompts among the code task's "
-                             f"{len(space)} prompts")
-        if cfg.train_size < 1:
-            raise ValueError(f"task.train_size={cfg.train_size}: must be at least 1")
+        problems = self.config_problems(cfg, "task")
+        if problems:
+            raise ValueError(problems[0])
+        space = list(prompt_space())
         random.Random(cfg.seed).shuffle(space)
         self._style = cfg.prompt_style
         self._val = [self._problem(i, *entry) for i, entry in enumerate(space[:cfg.val_size])]
         self._train = [self._problem(i, *entry)
                        for i, entry in enumerate(space[cfg.val_size:cfg.val_size + cfg.train_size])]
+
+    @classmethod
+    def config_problems(cls, cfg: TaskConfig, where: str) -> List[str]:
+        """One line per field of ``cfg`` (under ``where``) the code task cannot take: a prompt style other than
+        ``PROMPT_STYLES``, the math_verify answer format, a ``val_size`` that leaves no training prompt among
+        the ``prompt_space`` and a ``train_size`` below 1."""
+        problems = []
+        if cfg.prompt_style not in PROMPT_STYLES:
+            problems.append(f"field '{where}.prompt_style': the code task takes {' or '.join(PROMPT_STYLES)}, "
+                            f"got {cfg.prompt_style!r}")
+        if cfg.answer_format == "math_verify":
+            problems.append(f"field '{where}.answer_format': math_verify, but the code task runs the answer as code "
+                            "(use exact or tagged)")
+        if not 0 < cfg.val_size < len(prompt_space()):
+            problems.append(f"field '{where}.val_size': must leave training prompts among the code task's "
+                            f"{len(prompt_space())} prompts, got {cfg.val_size}")
+        if cfg.train_size < 1:
+            problems.append(f"field '{where}.train_size': must be at least 1, got {cfg.train_size}")
+        return problems
 
     def _problem(self, index: int, family: Family, body: str, says: str) -> Problem:
         if self._style == "expression":

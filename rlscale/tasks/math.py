@@ -12,9 +12,11 @@ prompts for the validation curve).
 ``task.path=champ`` selects the CHAMP problems shipped by the ``champ-dataset`` package instead
 (``rlscale.tasks.champ``). The held-out split is ``task.val_path`` when given, else ``task.val_size`` rows
 drawn with ``task.seed``; ``task.train_size`` caps the training split (a seeded sample when the file has
-more rows). Math-Verify compares the value the answer states (``rlscale.tasks.stated``), so an expression
-it would evaluate ("42 * 25") or a list of candidates is incorrect, while equal values (1/2, 0.5,
-``\\frac12``) are equal.
+more rows). As the config is composed, ``MathTask.config_problems`` reads each file's header alone (a parquet
+schema and row count, a jsonl's first row and line count) to refuse a missing file, a missing column and a
+held-out split that leaves no training row. Math-Verify compares the value the answer states
+(``rlscale.tasks.stated``), so an expression it would evaluate ("42 * 25") or a list of candidates is
+incorrect, while equal values (1/2, 0.5, ``\\frac12``) are equal.
 """
 from __future__ import annotations
 
@@ -23,49 +25,116 @@ import multiprocessing
 import os
 import random
 import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from math_verify import parse, verify
 from math_verify.errors import TimeoutException
 
+from rlscale.config.packages import installed
 from rlscale.config.schema import TaskConfig
 from rlscale.tasks.base import Demonstration, Problem
-from rlscale.tasks.champ import champ_problems
+from rlscale.tasks.champ import CHAMP_PROBLEMS, champ_problems
 from rlscale.tasks.stated import stated_value
 
-SHIPPED: Dict[str, Callable[[], List[Problem]]] = {"champ": champ_problems}
 POLARIS_PROMPT = "problem"
 VERL_ANSWER = "reward_model"
 VERL_GROUND_TRUTH = "ground_truth"
 VERIFY_TIMEOUT_S = 5
 
 
+@dataclass(frozen=True)
+class Shipped:
+    """A data set a package ships, selected by name as ``task.path``: its loader, its number of problems and
+    the module it needs, with what installs it."""
+
+    load: Callable[[], List[Problem]]
+    rows: int
+    module: str
+    install: str
+
+
+SHIPPED: Dict[str, Shipped] = {"champ": Shipped(champ_problems, CHAMP_PROBLEMS, "champ_dataset",
+                                                "pip install champ-dataset")}
+
+
+def _source_file(path: str) -> Path:
+    """The file ``path`` names, once it is a .jsonl or .parquet file."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ValueError(f"{path}: no such file")
+    if file.suffix not in (".jsonl", ".parquet"):
+        raise ValueError(f"{path}: expected a .jsonl or .parquet file")
+    return file
+
+
+def _json_row(line: str, path: Path, line_no: int) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} line {line_no}: not valid JSON ({err.msg})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{path} line {line_no}: expected a JSON object, got {type(row).__name__}")
+    return row
+
+
+@contextmanager
+def _parquet_errors(path: Path) -> Iterator[None]:
+    """pyarrow's errors on an unreadable file as one line; it raises several unrelated types for them."""
+    try:
+        yield
+    except Exception as err:
+        raise ValueError(f"{path}: not a readable parquet file ({err})") from None
+
+
 def _read_rows(path: Path) -> List[dict]:
     """Rows of a jsonl or parquet file as dicts."""
-    if path.suffix == ".jsonl":
-        rows = []
-        with path.open(encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path} line {line_no}: not valid JSON ({err.msg})") from None
-                if not isinstance(row, dict):
-                    raise ValueError(f"{path} line {line_no}: expected a JSON object, got {type(row).__name__}")
-                rows.append(row)
-        return rows
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        try:
+        with _parquet_errors(path):
             return pq.read_table(path).to_pylist()
-        except Exception as err:  # pyarrow raises several unrelated types for unreadable files
-            raise ValueError(f"{path}: not a readable parquet file ({err})") from None
-    raise ValueError(f"{path}: expected a .jsonl or .parquet file")
+    with path.open(encoding="utf-8") as fh:
+        return [_json_row(line, path, line_no) for line_no, line in enumerate(fh, start=1) if line.strip()]
+
+
+def _header(path: str) -> Tuple[Optional[Tuple[str, ...]], int]:
+    """(the columns, the number of rows) of a jsonl or parquet file without reading its problems: parquet's
+    schema and metadata, a jsonl's first row and its count of non-blank lines; a shipped data set has no
+    columns to name. ValueError with one line when ``read_problems`` could not read it (rows that go wrong
+    after the first one are met there)."""
+    if path in SHIPPED:
+        shipped = SHIPPED[path]
+        if not installed(shipped.module):
+            raise ValueError(f"{path} needs the {shipped.module} module, not installed here ({shipped.install})")
+        return None, shipped.rows
+    file = _source_file(path)
+    stat = file.stat()
+    return _file_header(file.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _file_header(file: Path, mtime_ns: int, size: int) -> Tuple[Tuple[str, ...], int]:
+    """``_header`` of a file, once per process for each version of it (its time and size)."""
+    if file.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        with _parquet_errors(file):
+            parquet = pq.ParquetFile(file)
+            columns, rows = tuple(parquet.schema_arrow.names), parquet.metadata.num_rows
+    else:
+        columns, rows = None, 0
+        with file.open(encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if line.strip():
+                    columns = tuple(_json_row(line, file, line_no)) if columns is None else columns
+                    rows += 1
+    if not rows:
+        raise ValueError(f"{file}: no rows")
+    return columns, rows
 
 
 def _prompt_text(value, where: str) -> str:
@@ -98,9 +167,10 @@ def _answer_text(value, where: str) -> str:
     return text
 
 
-def _column(rows: Sequence[dict], candidates: Tuple[str, ...], path: Path, field: str) -> str:
+def _column(columns: Collection[str], candidates: Tuple[str, ...], path: Path, field: str) -> str:
+    """The first of ``candidates`` among ``columns``; ValueError saying to set ``field`` when none is."""
     for name in candidates:
-        if name in rows[0]:
+        if name in columns:
             return name
     names = " or ".join(f"'{c}'" for c in dict.fromkeys(candidates))
     raise ValueError(f"{path}: no column {names}; set {field} to the column's name")
@@ -110,15 +180,13 @@ def read_problems(path: str, prompt_key: str = "prompt", answer_key: str = "answ
     """Every row of a verl, Polaris-53K or plain jsonl/parquet file (or a shipped data set by name),
     indexed by row."""
     if path in SHIPPED:
-        return SHIPPED[path]()
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise ValueError(f"{path}: no such file")
+        return SHIPPED[path].load()
+    file = _source_file(path)
     rows = _read_rows(file)
     if not rows:
         raise ValueError(f"{file}: no rows")
-    prompt_col = _column(rows, (prompt_key, POLARIS_PROMPT), file, "task.prompt_key")
-    answer_col = _column(rows, (answer_key, VERL_ANSWER), file, "task.answer_key")
+    prompt_col = _column(rows[0], (prompt_key, POLARIS_PROMPT), file, "task.prompt_key")
+    answer_col = _column(rows[0], (answer_key, VERL_ANSWER), file, "task.answer_key")
     problems = []
     for i, row in enumerate(rows):
         for col in (prompt_col, answer_col):
@@ -236,14 +304,45 @@ class MathTask:
     name = "math"
 
     def __init__(self, cfg: TaskConfig):
-        if not cfg.path:
-            raise ValueError("task.path: not set (a .jsonl/.parquet file, or 'champ')")
+        refused = self.config_problems(cfg, "task")
+        if refused:
+            raise ValueError(refused[0])
         problems = read_problems(cfg.path, cfg.prompt_key, cfg.answer_key)
         if cfg.val_path:
             self._train = sample(problems, cfg.train_size, cfg.seed)
             self._val = sample(read_problems(cfg.val_path, cfg.prompt_key, cfg.answer_key), cfg.val_size, cfg.seed)
         else:
             self._train, self._val = held_out_split(problems, cfg.val_size, cfg.train_size, cfg.seed)
+
+    @classmethod
+    def config_problems(cls, cfg: TaskConfig, where: str) -> List[str]:
+        """One line per field of ``cfg`` (under ``where``) that would fail as the problems are read, found from
+        each file's ``_header`` alone: ``path`` not set, a ``path`` or ``val_path`` that is no readable jsonl
+        or parquet file (or a shipped data set whose package is missing), a ``prompt_key`` or ``answer_key``
+        that names no column of it (nor the verl or Polaris one), and without ``val_path`` a ``val_size`` that
+        leaves no training row. A later row that cannot be read is met as the problems are read."""
+        if not cfg.path:
+            return [f"field '{where}.path': not set; task.name=math reads a .jsonl or .parquet file (or 'champ')"]
+        problems = []
+        for key, source in (("path", cfg.path), ("val_path", cfg.val_path)):
+            if not source:
+                continue
+            try:
+                columns, rows = _header(source)
+            except ValueError as err:
+                problems.append(f"field '{where}.{key}': {err}")
+                continue
+            for field, candidates in (("prompt_key", (cfg.prompt_key, POLARIS_PROMPT)),
+                                      ("answer_key", (cfg.answer_key, VERL_ANSWER))):
+                try:
+                    if columns is not None:
+                        _column(columns, candidates, Path(source), f"{where}.{field}")
+                except ValueError as err:
+                    problems.append(f"field '{where}.{field}': {err}")
+            if key == "path" and not cfg.val_path and not 0 < cfg.val_size < rows:
+                problems.append(f"field '{where}.val_size': must leave training rows among the {rows} problems of "
+                                f"{source} (or set {where}.val_path), got {cfg.val_size}")
+        return problems
 
     def train_problems(self) -> List[Problem]:
         return self._train

@@ -2,24 +2,27 @@
 
 ``task.dataset`` names the family (any task reasoning-gym registers: ``chain_sum``, ``basic_arithmetic``,
 ``gsm_symbolic``, ``products``, ...) and ``task.dataset_kwargs`` the arguments of its generator, each
-checked against the family's config before anything is generated. Only chain_sum has defaults of
+checked against the family's config when the run's config is composed
+(``ReasoningGymTask.config_problems``), before anything is generated. Only chain_sum has defaults of
 rlscale's own (``DEFAULT_KWARGS``: 2-4 one-digit terms, a difficulty mix, so the embedded default's curve
 saturates well below 1), which ``task.dataset_kwargs`` override key by key; every other family starts
 from reasoning-gym's defaults.
 
 The held-out split is ``task.val_size`` distinct prompts, none of them a training prompt, drawn with
-another seed; a family whose space cannot give that many refuses. For the tasks whose entries carry an
-arithmetic ``expression`` the task also gives worked demonstrations (running partial sums) for the
-supervised warm-up of the tiny model. An answer that states no value (``rlscale.tasks.stated``:
-"3 + 4 + 5", "8 or 9") is incorrect whatever the family's verifier says.
+another seed; a family whose space cannot give that many refuses: as the config is composed when the
+family's count of distinct prompts (``SPACES``) leaves no training prompt, else as the split is drawn. For
+the tasks whose entries carry an arithmetic ``expression`` the task also gives worked demonstrations
+(running partial sums) for the supervised warm-up of the tiny model. An answer that states no value
+(``rlscale.tasks.stated``: "3 + 4 + 5", "8 or 9") is incorrect whatever the family's verifier says.
 """
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 from contextlib import contextmanager
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -30,49 +33,83 @@ from rlscale.tasks.stated import stated_value, without_prompt
 DEFAULT_KWARGS: Dict[str, Dict[str, Any]] = {
     "chain_sum": {"min_terms": 2, "max_terms": 4, "min_digits": 1, "max_digits": 1},
 }
-SET_BY_RLSCALE = {"seed": "task.seed", "size": "task.train_size and task.val_size"}
+SET_BY_RLSCALE = {"seed": ("seed",), "size": ("train_size", "val_size")}  # generator argument -> task fields
+EXAMPLES = ("chain_sum", "basic_arithmetic", "gsm_symbolic", "products")
 VAL_SEED_OFFSET = 1_000_003
 VAL_DRAWS_PER_PROMPT = 10  # draws of the validation seed per held-out prompt asked for, at most
 
 
-def family_arguments(dataset: str) -> List[str]:
-    """The generator arguments of reasoning-gym's ``dataset`` that a task config may set, in the order of
-    its config; ValueError with one line when reasoning-gym has no such task."""
-    import reasoning_gym  # noqa: F401  (registers the tasks)
+def family_configs() -> Mapping[str, type]:
+    """Every task reasoning-gym registers -> its config class (importing reasoning_gym registers them)."""
+    import reasoning_gym  # noqa: F401
     from reasoning_gym.factory import DATASETS
 
-    if dataset not in DATASETS:
-        close = difflib.get_close_matches(dataset, DATASETS, n=3) or sorted(DATASETS)[:3]
-        raise ValueError(f"task.dataset '{dataset}': not a reasoning-gym task (e.g. {', '.join(close)})")
-    return [f.name for f in dataclasses.fields(DATASETS[dataset][1]) if f.name not in SET_BY_RLSCALE]
+    return {name: config for name, (_, config) in DATASETS.items()}
 
 
 def generator_kwargs(dataset: str, dataset_kwargs: Mapping) -> Dict[str, Any]:
     """``dataset``'s generator arguments: rlscale's defaults for it (``DEFAULT_KWARGS``) under
-    ``dataset_kwargs``; a key the family does not take fails with one line naming
-    ``task.dataset_kwargs.<key>``."""
-    accepted = family_arguments(dataset)
+    ``dataset_kwargs``."""
     given = OmegaConf.to_container(dataset_kwargs) if isinstance(dataset_kwargs, DictConfig) else dict(dataset_kwargs)
-    for key in given:
-        if key in SET_BY_RLSCALE:
-            raise ValueError(f"task.dataset_kwargs.{key}: set by {SET_BY_RLSCALE[key]}")
-        if key not in accepted:
-            raise ValueError(f"task.dataset_kwargs.{key}: not an argument of reasoning-gym's {dataset} "
-                             f"(it takes {', '.join(accepted) or 'none'})")
     return {**DEFAULT_KWARGS.get(dataset, {}), **given}
+
+
+def _capped_power(base: int, exponent: int, cap: int) -> int:
+    """min(cap, base ** exponent) for base >= 1, without computing a power far beyond ``cap``."""
+    if base > 1 and exponent * math.log2(base) > cap.bit_length() + 1:
+        return cap
+    return min(cap, base ** exponent)
+
+
+def operand_chains(config: Any, operators: int, cap: int) -> int:
+    """min(cap, the distinct expressions chain_sum's (``operators`` = 2: + and -) and products'
+    (``operators`` = 1: *) generators write: ``min_terms``..``max_terms`` operands joined by operators, the
+    operands of one expression all of one digit count d in ``min_digits``..``max_digits``: 0..9 for d = 1, else
+    10^(d-1)..10^d - 1, so the counts add up over d; with ``allow_negation`` -(10^d - 1)..10^d - 1, nested in d,
+    so the widest holds them all."""
+    total = 0
+    for terms in range(config.min_terms, config.max_terms + 1):
+        if config.allow_negation:
+            widths = [min(cap, 2 * _capped_power(10, config.max_digits, cap) - 1)]
+        else:
+            widths = (10 if d == 1 else min(cap, 9 * _capped_power(10, d - 1, cap))
+                      for d in range(config.min_digits, config.max_digits + 1))
+        for width in widths:
+            total += _capped_power(width, terms, cap) * _capped_power(operators, terms - 1, cap)
+            if total >= cap:
+                return cap
+    return total
+
+
+# family -> (its config, cap) -> min(cap, its distinct prompts), for the families whose prompt is one fixed
+# sentence around the expression (each prompt style then gives as many distinct prompts as expressions)
+SPACES: Dict[str, Callable[[Any, int], int]] = {
+    "chain_sum": lambda config, cap: operand_chains(config, 2, cap),
+    "products": lambda config, cap: operand_chains(config, 1, cap),
+}
+
+
+def _refusal(where: str, dataset: str, kwargs: Mapping[str, Any], err: BaseException) -> str:
+    """A generator's refusal of its arguments as one line naming the arguments its message names (all of them
+    when it names none)."""
+    named = [key for key in kwargs if re.search(rf"\b{re.escape(key)}\b", str(err))] or list(kwargs)
+    why = " ".join(str(err).split()) or type(err).__name__
+    if len(named) == 1:
+        return f"field '{where}.dataset_kwargs.{named[0]}': {kwargs[named[0]]!r} refused by reasoning-gym's " \
+               f"{dataset} ({why})"
+    if named:
+        shown = ", ".join(f"{key}={kwargs[key]!r}" for key in named)
+        return f"field '{where}.dataset_kwargs': {shown} refused by reasoning-gym's {dataset} ({why})"
+    return f"field '{where}.dataset': {dataset!r} refused by reasoning-gym with its default arguments ({why})"
 
 
 @contextmanager
 def _named_errors(dataset: str, kwargs: Mapping[str, Any]) -> Iterator[None]:
-    """A generator's refusal of an argument's value as one line naming the arguments its message names."""
+    """A generator's refusal of an argument's value, met as it generates, as ``_refusal``'s line."""
     try:
         yield
     except (ValueError, KeyError, TypeError, AssertionError) as err:
-        named = [key for key in kwargs if re.search(rf"\b{re.escape(key)}\b", str(err))]
-        named = named or (list(kwargs) if len(kwargs) == 1 else [])
-        where = ", ".join(f"task.dataset_kwargs.{key}={kwargs[key]!r}" for key in named)
-        why = " ".join(str(err).split()) or "rejected by the generator"
-        raise ValueError(f"{where or f'task.dataset {dataset!r} with task.dataset_kwargs {kwargs}'}: {why}") from None
+        raise ValueError(_refusal("task", dataset, kwargs, err)) from None
 
 
 class ReasoningGymTask:
@@ -85,6 +122,9 @@ class ReasoningGymTask:
     def __init__(self, cfg: TaskConfig):
         import reasoning_gym
 
+        problems = self.config_problems(cfg, "task")
+        if problems:
+            raise ValueError(problems[0])
         self.name = f"reasoning_gym/{cfg.dataset}"
         self._style = cfg.prompt_style
         kwargs = generator_kwargs(cfg.dataset, cfg.dataset_kwargs)
@@ -99,6 +139,50 @@ class ReasoningGymTask:
                              f"task.dataset_kwargs gave {len(self._val)} distinct prompts outside the training split "
                              f"in {len(val_ds):,} draws; lower task.val_size or task.train_size, or widen "
                              "task.dataset_kwargs")
+
+    @classmethod
+    def config_problems(cls, cfg: TaskConfig, where: str) -> List[str]:
+        """What is wrong with ``cfg`` before anything is generated, one line per problem naming its field under
+        ``where`` (``task``, ``mixture.parts[0].task``): a task reasoning-gym does not register (the closest
+        name suggested); a ``dataset_kwargs`` key that its config class lacks (the closest field named) or
+        that rlscale sets; values the config's own ``validate()`` refuses; and, for the families ``SPACES``
+        counts, a ``val_size`` that leaves no training prompt among all the distinct prompts the family can
+        give. The held-out split itself (distinct prompts outside the training split, within
+        ``VAL_DRAWS_PER_PROMPT`` draws per prompt asked for) is checked as it is drawn, since that needs the
+        generation: this bound refuses only the sizes no draw can give, and for the other families none."""
+        configs = family_configs()
+        if cfg.dataset not in configs:
+            close = difflib.get_close_matches(cfg.dataset, configs, n=1)
+            hint = (f"did you mean '{close[0]}'?" if close else
+                    f"reasoning-gym registers {len(configs)}, such as {', '.join(EXAMPLES)}")
+            return [f"field '{where}.dataset': {cfg.dataset!r} is not a reasoning-gym task; {hint}"]
+        config_class = configs[cfg.dataset]
+        accepted = [f.name for f in dataclasses.fields(config_class) if f.name not in SET_BY_RLSCALE]
+        problems = []
+        for key in cfg.dataset_kwargs:
+            if key in SET_BY_RLSCALE:
+                fields = " and ".join(f"{where}.{name}" for name in SET_BY_RLSCALE[key])
+                problems.append(f"field '{where}.dataset_kwargs.{key}': set by {fields}")
+            elif key not in accepted:
+                close = difflib.get_close_matches(key, accepted, n=1)
+                problems.append(f"field '{where}.dataset_kwargs.{key}': not an argument of reasoning-gym's "
+                                f"{cfg.dataset} (it takes {', '.join(accepted) or 'none'})"
+                                + (f"; did you mean '{close[0]}'?" if close else ""))
+        if problems:
+            return problems
+        kwargs = generator_kwargs(cfg.dataset, cfg.dataset_kwargs)
+        try:
+            config = config_class(**kwargs, seed=cfg.seed, size=cfg.train_size)
+            if hasattr(config, "validate"):
+                config.validate()
+        except Exception as err:  # a family's validate() says what it refuses in any type (mostly assert)
+            return [_refusal(where, cfg.dataset, kwargs, err)]
+        count = SPACES.get(cfg.dataset)
+        if count is not None and (space := count(config, cfg.val_size + 1)) <= cfg.val_size:
+            return [f"field '{where}.val_size': {cfg.val_size} distinct held-out prompts, but reasoning-gym's "
+                    f"{cfg.dataset} with these {where}.dataset_kwargs has {space:,} distinct prompts in all and the "
+                    f"training split takes at least one; lower {where}.val_size or widen {where}.dataset_kwargs"]
+        return []
 
     def _held_out(self, entries: Iterable[dict], size: int) -> List[Problem]:
         """The first ``size`` distinct prompts of ``entries`` that are not training prompts."""

@@ -110,6 +110,10 @@ def test_the_documented_examples_provide_their_interfaces(tmp_path, monkeypatch)
         assert task.is_correct(problem, f" {problem.answer}") and not task.is_correct(problem, "1")
         assert task.demonstration(problem).answer == problem.answer
         assert len({p.prompt for p in task.train_problems() + task.val_problems()}) == 7
+        with pytest.raises(ConfigError) as err:
+            compose_run_config(["task.name=my_pkg.tasks:Doubling", "task.train_size=99999", "task.val_size=2"])
+        assert str(err.value).endswith(": field 'task.train_size': 99999 and task.val_size 2 distinct prompts, but "
+                                       "100,000 numbers to double")
         out = policy_loss(loss_inputs(), LOSS.load("my_pkg.losses:reinforce"), LossConfig("my_pkg.losses:reinforce"))
         assert out.per_token.tolist() == [[1.0, 2.0], [-0.5, 0.0]]
         assert (float(out.ratio_mean), float(out.clip_fraction)) == (1.0, 0.0)

@@ -58,11 +58,13 @@ def test_question_prompts_ask_for_a_python_block():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"val_size": 0}, r"^task.val_size=0: must leave training prompts among the code task's \d+ prompts$"),
-    ({"val_size": 10**6}, r"^task.val_size=1000000: must leave training prompts"),
-    ({"prompt_style": "poem"}, r"^task.prompt_style='poem': the code task takes expression or question$"),
-    ({"answer_format": "math_verify"}, r"^task.answer_format=math_verify: the code task runs the answer as code"),
-    ({"train_size": 0}, r"^task.train_size=0: must be at least 1$"),
+    ({"val_size": 0}, r"^field 'task.val_size': must leave training prompts among the code task's 2105 prompts, "
+                      r"got 0$"),
+    ({"val_size": 10**6}, r"^field 'task.val_size': must leave training prompts .*, got 1000000$"),
+    ({"prompt_style": "poem"}, r"^field 'task.prompt_style': the code task takes expression or question, got 'poem'$"),
+    ({"answer_format": "math_verify"}, r"^field 'task.answer_format': math_verify, but the code task runs the answer "
+                                       r"as code"),
+    ({"train_size": 0}, r"^field 'task.train_size': must be at least 1, got 0$"),
 ])
 def test_bad_config_is_one_line_naming_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -225,7 +225,7 @@ def test_bad_paths_and_sizes(tmp_path):
     (tmp_path / "broken.parquet").write_text("not parquet")
     with pytest.raises(ValueError, match="broken.parquet: not a readable parquet file"):
         read_problems(str(tmp_path / "broken.parquet"))
-    with pytest.raises(ValueError, match="task.path: not set"):
+    with pytest.raises(ValueError, match="^field 'task.path': not set"):
         MathTask(TaskConfig(name="math"))
     with pytest.raises(ValueError, match="task.val_size=12: must leave training rows"):
         held_out_split(read_problems(str(_polaris(tmp_path))), val_size=12, train_size=10, seed=0)
