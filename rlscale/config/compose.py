@@ -85,7 +85,9 @@ def refuse_hydra_overrides(overrides: Sequence[str]) -> None:
 
 def compose_raw(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
     """Compose ``config_name`` from ``rlscale.paths.config_dirs()`` (the user's folders first) with
-    ``overrides``; Hydra's own node is kept (``rlscale run --cfg hydra``)."""
+    ``overrides``; Hydra's own node is kept (``rlscale run --cfg hydra``). The search path is built with two
+    internal functions of Hydra 1.3, the version pyproject.toml pins: the public API cannot put folders before the
+    one that holds config.yaml (tests/unit/config/test_hydra_pin.py)."""
     refuse_hydra_overrides(overrides)
     GlobalHydra.instance().clear()
     register_schema()

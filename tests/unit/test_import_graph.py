@@ -6,8 +6,8 @@ when that is a module, else to ``rlscale.a``.
 
 The layers, lowest first (a module imports from its own package or from a lower layer):
 
-0. ``rlscale`` (the version), ``paths``, ``options``, ``gpus``, ``runfolder`` (the run folder's files): utilities that
-   import nothing else of rlscale.
+0. ``rlscale`` (the version), ``knobs`` (config fields with their documentation and bounds), ``paths``, ``options``,
+   ``gpus``, ``runfolder`` (the run folder's files): utilities that import nothing else of rlscale.
 1. ``config``: the run config's schema and composition.
 2. ``core``: the shared types (completions, train batches, step results, think tags) and the generator,
    learner and tokenizer protocols.
@@ -20,6 +20,10 @@ The layers, lowest first (a module imports from its own package or from a lower 
 9. the command line: ``rlscale.cli``, one module per command. No other package imports a command.
    (``python -m rlscale.train RUN_DIR``, what a job runs, is ``train``'s own ``__main__`` and stays in its
    layer: it reads the run folder and calls ``train.entry``.)
+
+``rl`` imports nothing of ``config``: the config classes of its options are declared with ``knobs`` beside their
+code, and ``config`` reaches them (and the tables of option names in ``rl``) by ``module:attribute`` strings,
+imported when chosen (``config.axis``), never by an import statement.
 
 ``config`` holds the option names of every axis (``config.registry``), so validation reads no package above
 it; ``tracking`` (the experiment-tracking sinks) reads its logger names there, so it sits just above
@@ -160,6 +164,14 @@ def test_the_loop_sees_the_backends_through_their_interfaces():
     ``train.components`` and the protocols of ``core.protocols``."""
     backends = ("rlscale.engines.generators", "rlscale.engines.learners", "rlscale.engines.models")
     assert [m for m in import_graph()["rlscale.train.loop"] if m.startswith(backends)] == []
+
+
+def test_rl_receives_callables_and_numbers_and_imports_nothing_of_config():
+    """The RL objective's modules take their options resolved (functions, config classes declared with
+    ``rlscale.knobs``), so none imports ``rlscale.config``."""
+    graph = import_graph()
+    assert [(m, t) for m, targets in graph.items() if m.startswith("rlscale.rl")
+            for t in targets if t.startswith("rlscale.config")] == []
 
 
 def test_every_module_has_a_layer():
