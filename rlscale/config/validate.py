@@ -93,6 +93,9 @@ def validate(cfg: DictConfig) -> List[str]:
     elif think is False and cfg.length.name == "interruption":
         problems.append("field 'generation.think': false, but length=interruption needs a thinking trace; "
                         "use length=penalty (or length.name=none) with thinking off")
+    checkpointing = cfg.engine.activation_checkpointing
+    if not (isinstance(checkpointing, bool) or checkpointing == "auto"):
+        problems.append(f"field 'engine.activation_checkpointing': must be true, false or auto, got {checkpointing!r}")
     if not cfg.generation.temperature > 0:
         problems.append(f"field 'generation.temperature': must be > 0, got {cfg.generation.temperature}")
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
