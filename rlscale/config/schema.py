@@ -374,7 +374,7 @@ class RunConfig:
                           "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
 
 
-ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks")
+ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks", "engine.activation_checkpointing")
 """Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
 schema fills them in), and wherever configs are compared or hashed one at its default is left out
 (``without_default_sections``), so those run folders keep their identity and resume."""
