@@ -169,9 +169,10 @@ def main() -> None:
             chunk = setup.chunk if chunk is None else chunk
             rec = {"checkpointing": checkpointing, "chunk": chunk, **measure(name, setup, checkpointing, chunk)}
             results.setdefault(name, []).append(rec)
+            print(json.dumps({"model": name, **rec}), flush=True)
+            if args.out is not None:  # variant by variant: a run stopped at its limit keeps what finished
+                args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     record.publish(table(results, setup, machine), args.out)
-    if args.out is not None:
-        args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
