@@ -23,6 +23,11 @@ section, so a call stopped at its limit still returns what finished.
 
     python bench/gpu_bench.py --out DIR [--sections env,checks,head,models,trl,pipeline] [--models smollm2-135m,qwen2-0.5b]
     python bench/gpu_bench.py --device cpu --tiny --out DIR     # the same code paths on CPU, tiny shapes
+    python bench/gpu_bench.py --quick --out DIR                  # CI (tests/unit/engines/test_benches.py): seconds
+
+``--quick`` is ``--device cpu --tiny`` without TRL, the head alone on QUICK_HEAD_ROWS rows and PipelineRL over
+QUICK_PIPELINE_STEPS steps. The learner on the paper's 14,865-token sequences, with activation checkpointing and
+the head in chunks, is ``bench/long_sequence_bench.py``.
 """
 from __future__ import annotations
 
@@ -43,12 +48,13 @@ from lib.runs import run_config
 from lib.shapes import PEAKS, SHAPES, Shape, build_model, peaks
 from lib.timers import release, sync, timed
 from lib.workloads import CPU_WORK, GPU_WORK, PAPER_ROWS, BenchTask, BenchTokenizer, Workload, trivial_reward
+from rlscale.config.registry import LENGTH
 from rlscale.config.schema import RunConfig
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.engines.learners.build import LearnerSettings, build_learner
 from rlscale.engines.models.policy import count_parameters
 from rlscale.rl import NoPositiveResamplingPool
-from rlscale.train.components import Components, build_source
+from rlscale.train.components import Components, Objective, build_source
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.loop import prepare_batch
 from rlscale.train.rollouts import RolloutSampler
@@ -68,9 +74,11 @@ def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> C
     pool = NoPositiveResamplingPool(len(task.train_problems()), enabled=False)
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type, 1)
-    sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length, rng, meter)
+    sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length,
+                             LENGTH.load(cfg.length.name), rng, meter)
     source = build_source(cfg, sampler, model, run_dir)
-    return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source)
+    return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source, [],
+                      Objective.of(cfg))
 
 
 def rl_step(c: Components, step: int):
@@ -364,12 +372,13 @@ def run_checks(device: str, out: dict) -> None:
 
 # -- the LM head alone --------------------------------------------------------------------------------------
 HEAD_ROWS, HEAD_ERROR_ROWS = 16384, 1024
+QUICK_HEAD_ROWS, QUICK_PIPELINE_STEPS = 1024, 2
 
 
-def measure_head(shape_name: str, device: str, out: dict) -> None:
-    """The head of Section 3.2 on bf16 weights and HEAD_ROWS rows: ms per forward and max |log-softmax - the
-    float64 head's| over HEAD_ERROR_ROWS rows, for the bf16 head, a float32 GEMM of float32 copies (the FP32 head
-    before ``fp32_head_matmul``) and ``fp32_head_matmul`` on a bf16 and on a float32 hidden state."""
+def measure_head(shape_name: str, device: str, out: dict, rows: int = HEAD_ROWS) -> None:
+    """The head of Section 3.2 on bf16 weights and ``rows`` rows: ms per forward and max |log-softmax - the
+    float64 head's| over HEAD_ERROR_ROWS rows (or all), for the bf16 head, a float32 GEMM of float32 copies (the
+    FP32 head before ``fp32_head_matmul``) and ``fp32_head_matmul`` on a bf16 and on a float32 hidden state."""
     import torch.nn.functional as F
 
     from rlscale.engines.models.policy import MM_OUT_DTYPE_ON_CUDA, fp32_head_matmul
@@ -377,7 +386,7 @@ def measure_head(shape_name: str, device: str, out: dict) -> None:
     shape, dev = SHAPES[shape_name], torch.device(device)
     g = torch.Generator(device=dev).manual_seed(0)
     weight = (torch.randn(shape.vocab, shape.hidden, device=dev, generator=g) * 0.05).to(torch.bfloat16)
-    hidden32 = torch.randn(HEAD_ROWS, shape.hidden, device=dev, generator=g) * 2
+    hidden32 = torch.randn(rows, shape.hidden, device=dev, generator=g) * 2
     hidden16 = hidden32.to(torch.bfloat16)
     variants = {
         "bf16 head": (lambda h: F.linear(h.to(torch.bfloat16), weight), hidden16),
@@ -385,7 +394,7 @@ def measure_head(shape_name: str, device: str, out: dict) -> None:
         "fp32_head_matmul, bf16 hidden": (lambda h: fp32_head_matmul(weight, h), hidden16),
         "fp32_head_matmul, fp32 hidden": (lambda h: fp32_head_matmul(weight, h), hidden32),
     }
-    rec: Dict[str, object] = {"mm_out_dtype": bool(MM_OUT_DTYPE_ON_CUDA), "rows": HEAD_ROWS}
+    rec: Dict[str, object] = {"mm_out_dtype": bool(MM_OUT_DTYPE_ON_CUDA), "rows": rows}
     with torch.no_grad():
         for name, (head, h) in variants.items():
             exact = torch.log_softmax(h[:HEAD_ERROR_ROWS].double() @ weight.double().t(), -1)
@@ -439,7 +448,8 @@ def table(out: dict) -> str:
             lines.append(f"| generation tokens/s, {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
     heads = out.get("head", {})
     if heads:
-        lines += ["", f"| LM head alone, bf16 weights, {HEAD_ROWS} rows | " + " | ".join(heads) + " |",
+        rows = next(iter(heads.values()))["rows"]
+        lines += ["", f"| LM head alone, bf16 weights, {rows} rows | " + " | ".join(heads) + " |",
                   "|---|" + "---|" * len(heads)]
         names = [k for k, v in next(iter(heads.values())).items() if isinstance(v, dict)]
         for name in names:
@@ -490,6 +500,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="tiny shape and batch (CPU smoke run)")
+    ap.add_argument("--quick", action="store_true", help="CPU smoke run of seconds for CI (module docstring)")
     ap.add_argument("--sections", default="env,checks,head,models,trl,pipeline",
                     help="trl runs inside models, after each model's rlscale measurements")
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
@@ -502,6 +513,10 @@ def main() -> None:
     ap.add_argument("--trl-worker")
     ap.add_argument("--trl-result", type=Path)
     args = ap.parse_args()
+    if args.quick:
+        args.device, args.tiny, args.pipeline_steps = "cpu", True, QUICK_PIPELINE_STEPS
+        args.sections = ",".join(s for s in args.sections.split(",") if s != "trl")
+    head_rows = QUICK_HEAD_ROWS if args.quick else HEAD_ROWS
     work = CPU_WORK if args.tiny else GPU_WORK
     work_flag = ["--tiny"] if args.tiny else []
     if args.trl_worker:
@@ -534,7 +549,7 @@ def main() -> None:
                 save(out, args.out)
         elif section == "head":
             for m in models:
-                measure_head(m, args.device, out)
+                measure_head(m, args.device, out, head_rows)
                 save(out, args.out)
         elif section == "pipeline":
             measure_pipeline("tiny" if args.tiny else args.pipeline_model, work, args.device, args.pipeline_steps, out,

@@ -57,6 +57,9 @@ def validate(cfg: DictConfig) -> List[str]:
     elif think is False and cfg.length.name == "interruption":
         problems.append("field 'generation.think': false, but length=interruption needs a thinking trace; "
                         "use length=penalty (or length.name=none) with thinking off")
+    checkpointing = cfg.engine.activation_checkpointing
+    if not (isinstance(checkpointing, bool) or checkpointing == "auto"):
+        problems.append(f"field 'engine.activation_checkpointing': must be true, false or auto, got {checkpointing!r}")
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")

@@ -10,12 +10,16 @@ tokens (its rows x the longest sequence: prompt + think budget + answer budget),
 - **optimizer**: AdamW's two float32 moments (8P), the weights' gradients (P b) and, for a low-precision
   model, its float32 master weights and their gradients (8P, ``engines.learners.torch_learner``). DeepSpeed
   ZeRO-2 and ZeRO-3 split all of it over the ranks.
-- **activations** kept for the backward of one micro-batch (the learners keep every layer's; no activation
-  checkpointing): T L (6h + 2k + 2i) b. These are the inputs of a layer's two norms and four projections,
-  queries, keys and values, the attention output (SDPA keeps no score matrix), and the MLP's gate and up
-  products, whose pointwise work the compiled backward recomputes.
-- **LM head**: T V 2 b_h, the logits kept for the backward and their gradient, b_h = 4 with the FP32 head of
-  Section 3.2, else the weights' b (``engines.models.policy.SelectedLogprobs``).
+- **activations** kept for the backward of one micro-batch. Without activation checkpointing
+  (``engine.activation_checkpointing``): every layer's, T L (6h + 2k + 2i) b. These are the inputs of a
+  layer's two norms and four projections, queries, keys and values, the attention output (SDPA keeps no score
+  matrix), and the MLP's gate and up products, whose pointwise work the compiled backward recomputes. With it:
+  each layer's input, T L h b, and the activations of the one layer the backward recomputes at a time,
+  T (6h + 2k + 2i) b.
+- **LM head**: C V 2 b_h, the logits kept for the backward and their gradient, b_h = 4 with the FP32 head of
+  Section 3.2, else the weights' b (``engines.models.policy.SelectedLogprobs``), for the C positions of one
+  chunk of the head (``HEAD_CHUNK_TOKENS``; ``engines.models.policy.chunked_head_logprobs``), or T when the
+  micro-batch has fewer.
 - **KV cache** of a generator: the rows it samples at once x longest sequence x 2 L k b (the torch
   generator's static cache, ``engines.generators.static_decoder``, holds every row at full length). The
   synchronous loop samples a step's rows on the trainer's GPU; PipelineRL's generators (Section 3.1) are
@@ -23,16 +27,18 @@ tokens (its rows x the longest sequence: prompt + think budget + answer budget),
   (``train.offpolicy.pipeline``), on GPUs of their own when the job has them, else on the trainer's.
 
 On one H200 (``bench/results/gpu_bench-H200-fp32-head.md``: 256 rows of 640 tokens, micro-batches of 32 rows,
-the synchronous loop) the peaks measured by ``torch.cuda.max_memory_allocated`` were 17.2 and 21.0 GiB
-(SmolLM2-135M, bf16 and FP32 head) and 32.2 and 43.6 GiB (a Qwen2-0.5B shape); this estimate gives
-17.7, 21.4, 36.7 and 48.3 (``tests/unit/engines/test_memory_estimate.py``), 2-14 % above. Untested beyond
-those: several ranks, PipelineRL's generator GPUs, models of billions of parameters. Allocator
-fragmentation and NCCL buffers come on top: leave a tenth of the card free.
+the synchronous loop, the head on whole micro-batches and no checkpointing) the peaks measured by
+``torch.cuda.max_memory_allocated`` were 17.2 and 21.0 GiB (SmolLM2-135M, bf16 and FP32 head) and 32.2 and
+43.6 GiB (a Qwen2-0.5B shape); this estimate gives 17.7, 21.4, 36.7 and 48.3
+(``tests/unit/engines/test_memory_estimate.py``), 2-14 % above. Untested beyond those: checkpointing and the
+head's chunks on a GPU (``bench/long_sequence_bench.py`` measures them), several ranks, PipelineRL's generator
+GPUs, models of billions of parameters. Allocator fragmentation and NCCL buffers come on top: leave a tenth of
+the card free (``USABLE_FRACTION``, which ``engine.activation_checkpointing=auto`` keeps to).
 """
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Optional
 
 from rlscale.config.schema import RunConfig
@@ -44,6 +50,11 @@ BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DEFAULT_PROMPT_TOKENS = 512
 # tokens allowed for the interruption phrase of a trace that runs out of think budget (Section 3.2)
 PHRASE_TOKENS = 16
+# positions per pass of the learners' LM head (``engines.models.policy.chunked_head_logprobs``): float32 logits and
+# their gradient of 4.6 GiB at Qwen3-8B's 152k vocabulary, and GEMMs of 4,096 rows, large enough for full speed
+HEAD_CHUNK_TOKENS = 4096
+# the share of a GPU's memory an estimate may fill (allocator fragmentation and NCCL buffers take the rest)
+USABLE_FRACTION = 0.9
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,8 @@ class JobLayout:
     sequence: int  # longest sequence: prompt + completion budget
     generators: int  # PipelineRL generator processes (0: the synchronous loop, the trainer samples)
     per_gpu: int  # generator processes on the busiest generator GPU (0: they share the trainer's GPU)
+    checkpointing: bool  # activation checkpointing per decoder layer
+    head_chunk: int  # positions per pass of the LM head (0: the whole micro-batch)
 
     @classmethod
     def of(cls, cfg: RunConfig, prompt_tokens: int) -> "JobLayout":
@@ -96,7 +109,9 @@ class JobLayout:
         longest think budget, the phrase and the answer budget (the answer alone with thinking off);
         PipelineRL's generators are placed as the run places them (``rlscale.gpus.generator_gpus``: the GPUs
         after the trainer ranks', round robin; a lone trainer's own GPU when there is none; or one per generator task,
-        ``launcher.generator_tasks``); ValueError for a shape that leaves them no GPU."""
+        ``launcher.generator_tasks``); activation checkpointing as ``engine.activation_checkpointing`` sets it,
+        ``auto`` as off (``checkpointing_needed`` resolves it for a GPU); the learners' head chunk; ValueError for a
+        shape that leaves them no GPU."""
         gen, launcher = cfg.generation, cfg.launcher
         think = cfg.length.window[1] if cfg.length.name == "interruption" else gen.max_think_tokens
         completion = (think + PHRASE_TOKENS if gen.think is not False else 0) + gen.max_answer_tokens + 1
@@ -111,7 +126,8 @@ class JobLayout:
             per_gpu = max(placed.values()) if placed and min(placed) >= launcher.tasks_per_node else 0
         return cls(BYTES[cfg.model.dtype], cfg.precision.lm_head_fp32, cfg.engine.learner, cfg.engine.zero_stage,
                    launcher.nodes * launcher.tasks_per_node - launcher.generator_tasks, prompts * generations,
-                   chunk * generations, cfg.batch.micro_batch, prompt_tokens + completion, generators, per_gpu)
+                   chunk * generations, cfg.batch.micro_batch, prompt_tokens + completion, generators, per_gpu,
+                   cfg.engine.activation_checkpointing is True, HEAD_CHUNK_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -140,14 +156,24 @@ class MemoryEstimate:
         rank_rows = -(-job.rows // job.ranks)
         tokens = (job.micro_batch if 0 < job.micro_batch < rank_rows else rank_rows) * job.sequence
         head_bytes = 4 if job.fp32_head else b
+        head_tokens = min(tokens, job.head_chunk) if job.head_chunk > 0 else tokens
+        layer = tokens * (6 * shape.hidden + 2 * shape.kv_width + 2 * shape.intermediate) * b  # one layer's
         kv_cache = job.chunk_rows * job.sequence * 2 * shape.layers * shape.kv_width * b
         trainer = {
             "weights": p * b / (split if zero and job.zero_stage >= 3 else 1),
             "optimizer": states / split,
-            "activations": tokens * shape.layers * (6 * shape.hidden + 2 * shape.kv_width + 2 * shape.intermediate) * b,
-            "lm_head": tokens * shape.vocab * 2 * head_bytes,
+            "activations": tokens * shape.layers * shape.hidden * b + layer if job.checkpointing
+            else shape.layers * layer,
+            "lm_head": head_tokens * shape.vocab * 2 * head_bytes,
         }
         if job.generators and job.per_gpu:
             return cls(trainer, {"weights": job.per_gpu * p * b, "kv_cache": job.per_gpu * kv_cache})
         shared = {"generator_weights": job.generators * p * b} if job.generators else {}
         return cls({**trainer, **shared, "kv_cache": max(1, job.generators) * kv_cache}, None)
+
+
+def checkpointing_needed(shape: ModelShape, job: JobLayout, device_bytes: int) -> bool:
+    """``engine.activation_checkpointing=auto`` on a trainer GPU of ``device_bytes``: whether this estimate of the
+    trainer GPU without activation checkpointing (``job`` otherwise as it is) passes ``USABLE_FRACTION`` of it."""
+    without = MemoryEstimate.of(shape, replace(job, checkpointing=False))
+    return sum(without.trainer.values()) > USABLE_FRACTION * device_bytes

@@ -1,6 +1,8 @@
 """``rlscale sweep --dry-run``'s memory table: each distinct job of the sweep's runs with its estimated memory
 per trainer GPU and per generator GPU (``rlscale.engines.memory``), so a job is sized before it is submitted.
-Variants of one model shape and one job layout share a row."""
+Variants of one model shape, one job layout and one ``engine.activation_checkpointing`` share a row; with
+``auto`` (resolved on the card the job gets) the row gives the estimate without checkpointing, the card size
+below which auto turns it on, and the estimate with it."""
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple, Union
@@ -8,7 +10,9 @@ from typing import Dict, List, Sequence, Tuple, Union
 from rich.table import Table
 
 from rlscale.config import typed
-from rlscale.engines.memory import GIB, JobLayout, MemoryEstimate, ModelShape
+from dataclasses import replace
+
+from rlscale.engines.memory import GIB, USABLE_FRACTION, JobLayout, MemoryEstimate, ModelShape
 from rlscale.runfolder.names import shown
 from rlscale.sweep.resolve import ResolvedRun
 
@@ -32,21 +36,33 @@ def memory_table(runs: Sequence[ResolvedRun], prompt_tokens: int) -> Table:
             layout: Union[JobLayout, str] = JobLayout.of(cfg, prompt_tokens)
         except ValueError as err:
             layout = f"no estimate: {err}"
-        names = rows.setdefault((shapes[key], layout), [])
+        names = rows.setdefault((shapes[key], layout, cfg.engine.activation_checkpointing == "auto"), [])
         names += [] if r.run.variant in names else [r.run.variant]
     table = Table(title=f"memory per GPU, estimated (prompts of {prompt_tokens} tokens; rlscale.engines.memory)")
-    for column in ("variants", "params", "trainer ranks", "sequence", "per trainer GPU (rank 0)", "per generator GPU"):
+    for column in ("variants", "params", "trainer ranks", "sequence", "activation checkpointing",
+                   "per trainer GPU (rank 0)", "per generator GPU"):
         table.add_column(column, overflow="fold")
-    for (shape, layout), names in rows.items():
+    for (shape, layout, auto), names in rows.items():
         if isinstance(shape, str) or isinstance(layout, str):
-            table.add_row(shown(", ".join(names)), shown(shape if isinstance(shape, str) else layout), "", "", "", "")
+            table.add_row(shown(", ".join(names)), shown(shape if isinstance(shape, str) else layout), "", "", "", "",
+                          "")
             continue
         estimate = MemoryEstimate.of(shape, layout)
         learner = f"{layout.learner} ZeRO-{layout.zero_stage}" if layout.learner == "deepspeed" else layout.learner
         generator = "" if estimate.generator is None else _gib(estimate.generator)
         table.add_row(shown(", ".join(names)), _count(shape.params), f"{layout.ranks} ({learner})",
-                      str(layout.sequence), _gib(estimate.trainer), generator)
+                      str(layout.sequence), _checkpointing(shape, layout, auto), _gib(estimate.trainer), generator)
     return table
+
+
+def _checkpointing(shape: ModelShape, layout: JobLayout, auto: bool) -> str:
+    """on, off, or for auto the card size below which it turns on (``rlscale.engines.memory.checkpointing_needed``)
+    and the trainer GPU's estimate then."""
+    if not auto:
+        return "on" if layout.checkpointing else "off"
+    card = MemoryEstimate.of(shape, layout).trainer_gib / USABLE_FRACTION
+    on = MemoryEstimate.of(shape, replace(layout, checkpointing=True)).trainer_gib
+    return f"auto: on for cards under {card:.3g} GiB, then {on:.3g} GiB per trainer GPU"
 
 
 def _count(params: int) -> str:

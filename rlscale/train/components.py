@@ -17,7 +17,7 @@ from rlscale.config.schema import RunConfig, TaskConfig
 from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
-from rlscale.engines.learners.build import LearnerSettings, build_learner
+from rlscale.engines.learners.build import LearnerSettings, auto_checkpointing, build_learner
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
 from rlscale.gpus import driver_gpu_count
@@ -128,6 +128,11 @@ def build_policy(cfg: RunConfig, task: Task, device: torch.device):
     return model.to(device).eval(), tok
 
 
+def longest_prompt(task: Task, tok) -> int:
+    """Tokens of the run's longest training prompt."""
+    return max(len(tok.encode_prompt(p.prompt)) for p in task.train_problems())
+
+
 def longest_sequence(task: Task, tok, generator) -> int:
     """Tokens of the run's longest training sequence: its longest prompt plus the longest completion the
     generator samples (0 when the generator does not say), so a compiled learner pads every batch to one
@@ -135,7 +140,15 @@ def longest_sequence(task: Task, tok, generator) -> int:
     longest_completion = getattr(generator, "max_new_tokens", 0)
     if not longest_completion:
         return 0
-    return max(len(tok.encode_prompt(p.prompt)) for p in task.train_problems()) + longest_completion
+    return longest_prompt(task, tok) + longest_completion
+
+
+def learner_settings(cfg: RunConfig, task: Task, tok, model, device: torch.device, compiled: bool = False,
+                     width: int = 0) -> LearnerSettings:
+    """The learner's settings with ``engine.activation_checkpointing`` resolved for the run's longest prompt on
+    ``device`` (``rlscale.engines.learners.build.auto_checkpointing``; on CPU no prompt is read)."""
+    prompt = longest_prompt(task, tok) if device.type == "cuda" else 0
+    return LearnerSettings.of(cfg, compiled, width, auto_checkpointing(cfg, model, prompt, device))
 
 
 def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:
@@ -155,7 +168,7 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
     compiled = cfg.engine.compile and device.type == "cuda"
     width = longest_sequence(task, tok, generator) if compiled else 0
-    learner = build_learner(LearnerSettings.of(cfg, compiled, width), model)
+    learner = build_learner(learner_settings(cfg, task, tok, model, device, compiled, width), model)
     pool = build_pool(cfg, len(task.train_problems()))
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type,
@@ -197,5 +210,6 @@ def build_follower_learner(cfg: RunConfig) -> FollowerLearner:
     if cfg.engine.learner != "deepspeed":
         raise ValueError(f"engine.learner={cfg.engine.learner}: only the deepspeed learner runs on several ranks")
     device = prepare_process(cfg)
-    model, _ = build_policy(cfg, build_task(cfg), device)
-    return build_learner(LearnerSettings.of(cfg), model)
+    task = build_task(cfg)
+    model, tok = build_policy(cfg, task, device)
+    return build_learner(learner_settings(cfg, task, tok, model, device), model)

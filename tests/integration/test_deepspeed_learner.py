@@ -49,20 +49,23 @@ def _max_difference(a: dict, b: dict) -> float:
     return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed not installed")
-def test_two_rank_zero_updates_match_the_torch_learner(tmp_path):
-    reference = _run([sys.executable, str(SCRIPT), "--learner", "torch"], tmp_path / "torch.pt")
+# the MLP calls of rank 0's trained policy over the script's three updates: its passes (2 per update: rows 0-1
+# and row 2 of its shard) x 2 layers x the calls of a pass (the proximal policy's scoring and the trained pass)
+RANK0_LAYER_PASSES = 3 * len(plan_micro_batches(5, 2, 0, 2)) * 2
+
+
+def _zero_ranks(tmp_path, *flags: str) -> dict:
+    """Two ranks of the DeepSpeed learner over ZeRO-2 and ZeRO-3: rank 0's output by stage."""
     stages = [arg for stage in STAGES for arg in ("--zero-stage", str(stage))]
     launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-              "--master_port", str(_free_port()), str(SCRIPT), "--learner", "deepspeed", *stages]
+              "--master_port", str(_free_port()), str(SCRIPT), "--learner", "deepspeed", *stages, *flags]
     deepspeed = _run(launch, tmp_path / "deepspeed.pt")
     assert sorted(deepspeed) == list(STAGES)
-    # with TIS the PPO ratio is taken against the learner's own pre-update policy, so a single-pass update
-    # has ratio 1 and clips nothing; the TIS weights (pi_old / pi_gen, truncated) and the KL term act
-    assert all(r["clip_fraction"] == 0 and r["ratio_mean"] == pytest.approx(1.0) for r in reference["results"])
-    assert reference["results"][1]["kl"] > 0
-    assert _max_difference(reference["weights_after_1"], reference["weights_after_2"]) > 1e-3  # real updates
+    return deepspeed
+
+
+def _assert_same_updates(reference: dict, deepspeed: dict) -> None:
+    """Every stage's statistics to rel 1e-5 and weights to 1e-6 of the reference's, and a resume exact."""
     for stage, out in deepspeed.items():
         for expected, got in zip(reference["results"], out["results"]):
             for key in STATS:
@@ -70,6 +73,34 @@ def test_two_rank_zero_updates_match_the_torch_learner(tmp_path):
         for key in ("weights_after_1", "weights_after_2"):
             assert _max_difference(reference[key], out[key]) < 1e-6, (stage, key)
         assert _max_difference(out["weights_after_2"], out["weights_resumed"]) == 0.0, stage
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed not installed")
+def test_two_rank_zero_updates_match_the_torch_learner(tmp_path):
+    reference = _run([sys.executable, str(SCRIPT), "--learner", "torch"], tmp_path / "torch.pt")
+    deepspeed = _zero_ranks(tmp_path)
+    # with TIS the PPO ratio is taken against the learner's own pre-update policy, so a single-pass update
+    # has ratio 1 and clips nothing; the TIS weights (pi_old / pi_gen, truncated) and the KL term act
+    assert all(r["clip_fraction"] == 0 and r["ratio_mean"] == pytest.approx(1.0) for r in reference["results"])
+    assert reference["results"][1]["kl"] > 0
+    assert _max_difference(reference["weights_after_1"], reference["weights_after_2"]) > 1e-3  # real updates
+    _assert_same_updates(reference, deepspeed)
+    for stage, out in deepspeed.items():
         # the follower's CPU seconds on each update reach rank 0 (its core_hours count them on CPU)
         assert all(r["follower_cpu_s"] > 0 for r in out["results"]), stage
+        assert out["mlp_calls"] == RANK0_LAYER_PASSES * 2, stage
     assert all(r["follower_cpu_s"] == 0 for r in reference["results"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed not installed")
+def test_checkpointed_layers_and_a_chunked_head_make_the_updates_of_neither(tmp_path):
+    """With activation checkpointing and the LM head in chunks of 5 positions (micro-batches of up to 24),
+    both ZeRO stages make the torch learner's updates without either, to the same tolerances; every trained
+    pass runs each layer once more in its backward."""
+    reference = _run([sys.executable, str(SCRIPT), "--learner", "torch"], tmp_path / "torch.pt")
+    deepspeed = _zero_ranks(tmp_path, "--long-sequence")
+    _assert_same_updates(reference, deepspeed)
+    for stage, out in deepspeed.items():
+        assert out["mlp_calls"] == RANK0_LAYER_PASSES * 3, stage

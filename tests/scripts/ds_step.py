@@ -7,14 +7,16 @@ tiny Llama (fixed seed), the same batches (rows of different lengths, prompt gro
 so the ranks' shards differ and micro-batching needs a ballast pass) with advantages and global
 aggregation weights from ``rlscale.rl``. After update 1 the learner state is saved; update 2 is then made twice, the second time
 after restoring the model and learner to their state after update 1 (a resume must give the same
-weights). The results and weights go to ``--out`` (deepspeed: rank 0 writes {zero stage: ...}).
+weights). ``--long-sequence`` trains with activation checkpointing and the LM head in chunks of
+``LONG_HEAD_CHUNK`` positions (several per micro-batch). The results and weights go to ``--out`` (deepspeed:
+rank 0 writes {zero stage: ...}).
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import List
 
@@ -35,9 +37,10 @@ from synthetic_batches import off_policy_batch  # noqa: E402
 VOCAB = 48
 GROUPS = [0, 0, 1, 1, 1]  # 5 rows over 2 ranks: shards of 3 and 2 rows
 PROMPT = 4
+LONG_HEAD_CHUNK = 5  # positions per pass of the head under --long-sequence: micro-batches hold up to 24
 
 
-def run_config(zero_stage: int) -> RunConfig:
+def run_config(zero_stage: int, long_sequence: bool = False) -> RunConfig:
     """Settings under which both learners must agree: TIS (the PPO ratio is against the learner's own
     pre-update policy, so this single-pass update clips nothing), KL to a reference, micro-batches of 2
     (a ballast pass on the smaller shard), warm-up, and an Adam eps large enough that the update is a
@@ -50,7 +53,8 @@ def run_config(zero_stage: int) -> RunConfig:
         generation=GenerationConfig(temperature=0.9),
         batch=BatchConfig(micro_batch=2),
         optim=OptimConfig(lr=1e-2, eps=1e-3, weight_decay=0.01, warmup_steps=2, grad_clip=0.5),
-        engine=EngineConfig(learner="deepspeed", zero_stage=zero_stage, device="cpu"),
+        engine=EngineConfig(learner="deepspeed", zero_stage=zero_stage, device="cpu",
+                            activation_checkpointing=long_sequence),
     )
 
 
@@ -80,6 +84,8 @@ def snapshot(model) -> dict:
 
 def build_learner(kind: str, cfg: RunConfig, model):
     settings = LearnerSettings.of(cfg)
+    if settings.checkpointing:
+        settings = replace(settings, head_chunk=LONG_HEAD_CHUNK)
     ref_model = copy.deepcopy(model).eval()
     if kind == "deepspeed":
         from rlscale.engines.learners.deepspeed_learner import DeepSpeedLearner
@@ -90,11 +96,21 @@ def build_learner(kind: str, cfg: RunConfig, model):
     return TorchLearner(settings, model, ref_model)
 
 
+def mlp_calls(policy) -> List[int]:
+    """A counter of the calls of ``policy``'s MLPs (every forward of a layer, a checkpointed layer's recompute in
+    the backward among them), kept up to date in its one element."""
+    calls = [0]
+    for layer in policy.model.layers:
+        layer.mlp.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    return calls
+
+
 def two_updates(kind: str, cfg: RunConfig) -> dict | None:
     """Updates 1 and 2, then 2 again from the state after 1; None on follower ranks."""
     model = initial_model(cfg)
     batches = [synthetic_batch(model, cfg, seed) for seed in (1, 2)]
     learner = build_learner(kind, cfg, model)
+    calls = mlp_calls(learner.module.policy if kind == "deepspeed" else model)  # ZeRO-3 trains a copy
     if kind == "deepspeed":
         from rlscale.train.components import follower_rank
 
@@ -111,20 +127,22 @@ def two_updates(kind: str, cfg: RunConfig) -> dict | None:
     if kind == "deepspeed":
         learner.close()
     return {"results": [first, second, resumed], "weights_after_1": saved_model, "weights_after_2": weights,
-            "weights_resumed": snapshot(model)}
+            "weights_resumed": snapshot(model), "mlp_calls": calls[0]}
 
 
 def main(argv: List[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--learner", choices=("torch", "deepspeed"), required=True)
     parser.add_argument("--zero-stage", type=int, action="append", default=[])
+    parser.add_argument("--long-sequence", action="store_true",
+                        help="activation checkpointing and the LM head in chunks of LONG_HEAD_CHUNK positions")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.learner == "torch":  # the reference; TorchLearner does not read engine.zero_stage
-        torch.save(two_updates("torch", run_config(zero_stage=2)), args.out)
+        torch.save(two_updates("torch", run_config(2, args.long_sequence)), args.out)
         return
-    outputs = {stage: two_updates("deepspeed", run_config(stage)) for stage in args.zero_stage}
+    outputs = {stage: two_updates("deepspeed", run_config(stage, args.long_sequence)) for stage in args.zero_stage}
     if None not in outputs.values():  # rank 0
         torch.save(outputs, args.out)
 

@@ -8,6 +8,10 @@ token average is over the whole batch, so it must not change with the number of 
 Precision: on GPU a ``model.dtype=bfloat16`` policy trains in bf16 with fp32 master weights kept by the
 ZeRO optimizer; otherwise (and always on CPU, where the process group is gloo) everything is fp32.
 
+Long sequences: the head runs in chunks of positions and, with ``engine.activation_checkpointing``, each
+decoder layer recomputes its activations in the backward, as in ``TorchLearner``; every rank checkpoints when
+one does (under ZeRO-3 a recomputed layer gathers its parameters again, and the ranks' gathers must match).
+
 Loss scaling. The caller's ``weights`` [N, L-1] already divide by the whole batch's denominators, so the
 batch loss is sum(W * per_token) over all rows. Each rank takes a contiguous shard of the rows and
 backpropagates its part of that sum, micro-batch by micro-batch (``batch.micro_batch`` sequences per rank
@@ -52,7 +56,7 @@ from torch import nn
 from rlscale.core.types import StepResult, TrainBatch
 from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
-from rlscale.engines.models.policy import token_logprobs
+from rlscale.engines.models.policy import checkpoint_layers, token_logprobs
 
 log = logging.getLogger("rlscale.deepspeed")
 
@@ -112,17 +116,24 @@ class PolicyLogprobs(nn.Module):
     """The module DeepSpeed wraps: per-token log-probs and entropies of the policy with the LM head in
     the configured precision (Section 3.2). ``head_output`` reads the head weight directly rather than
     calling the lm_head module, so under ZeRO-3 the weight is registered as an external parameter of this
-    module and gathered for its forward and backward."""
+    module and gathered for its forward and backward. ``head_chunk``: positions per pass of the head
+    (``rlscale.engines.models.policy.chunked_head_logprobs``)."""
 
-    def __init__(self, policy: nn.Module, fp32_head: bool, temperature: float):
+    def __init__(self, policy: nn.Module, fp32_head: bool, temperature: float, head_chunk: int):
         super().__init__()
         self.policy = policy
         self.fp32_head = fp32_head
         self.temperature = temperature
+        self.head_chunk = head_chunk
 
     def forward(self, input_ids: torch.Tensor, with_entropy: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-        out = token_logprobs(self.policy, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy)
+        out = self.logprobs(self.policy, input_ids, with_entropy)
         return out.logp, out.entropy
+
+    def logprobs(self, policy: nn.Module, input_ids: torch.Tensor, with_entropy: bool = False):
+        """``token_logprobs`` of ``policy`` (this module's, or the KL reference) in this module's settings."""
+        return token_logprobs(policy, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy,
+                              chunk=self.head_chunk)
 
 
 def _init_process_group(cuda: bool) -> Topology:
@@ -208,8 +219,10 @@ class DeepSpeedLearner:
         # ZeRO-3 partitions what it trains: rank 0 keeps ``model`` whole for its generator
         self.generator_model = model.to(self.topo.device, torch_dtype) if zero3 and self.topo.leader else None
         trained = copy.deepcopy(model) if self.generator_model is not None else model
+        if self._on_any_rank(settings.checkpointing):
+            checkpoint_layers(trained)
         self.module = PolicyLogprobs(trained.to(self.topo.device, torch_dtype), settings.fp32_head,
-                                     settings.temperature)
+                                     settings.temperature, settings.head_chunk)
         if zero3:
             deepspeed.zero.register_external_parameter(self.module, trained.get_output_embeddings().weight)
         self.ref_model = ref_model.to(self.topo.device, torch_dtype).eval() if ref_model is not None else None
@@ -219,6 +232,15 @@ class DeepSpeedLearner:
                                                     lr_scheduler=self.scheduler, config=config)
         self.engine.eval()
         self.closed = False
+
+    def _on_any_rank(self, flag: bool) -> bool:
+        """``flag`` or'ed over the ranks: ranks on cards of different sizes can resolve
+        ``engine.activation_checkpointing=auto`` apart, and under ZeRO-3 every rank must gather the same
+        parameters in its backward (a checkpointed layer gathers them again to recompute)."""
+        flags = torch.tensor([int(flag)])
+        if self.topo.world_size > 1:
+            dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.commands)
+        return bool(flags.item())
 
     # -- rank 0's calls, mirrored by the followers ---------------------------------------------------
     def step(self, batch: TrainBatch, advantages: torch.Tensor, weights: torch.Tensor) -> StepResult:
@@ -285,7 +307,7 @@ class DeepSpeedLearner:
     def _scored(self, input_ids: torch.Tensor, reference: bool) -> torch.Tensor:
         """Log-probs of ``input_ids`` under the current weights (the TIS proximal policy) or the reference."""
         if reference:
-            return token_logprobs(self.ref_model, input_ids, self.module.fp32_head, self.module.temperature).logp
+            return self.module.logprobs(self.ref_model, input_ids).logp
         return self.engine(input_ids)[0]
 
     def _trained(self, input_ids: torch.Tensor, boundary: bool) -> Tuple[torch.Tensor, torch.Tensor]:

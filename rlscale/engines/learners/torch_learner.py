@@ -10,6 +10,11 @@ place (the generator reads those same weights, so the two agree on every paramet
 bf16 weight would otherwise round away). The LM head runs in FP32 or bf16 as ``fp32_head`` says
 (Section 3.2). fp32 policies train in fp32. A batch moves to the model's device whole, once per update.
 
+Long sequences (Section 2: 12,288 think + 2,048 answer tokens). The head runs over ``head_chunk`` positions at a
+time (``chunked_head_logprobs``), so the float32 logits and their gradient exist for one chunk rather than the
+micro-batch; with ``checkpointing`` (``engine.activation_checkpointing``) each decoder layer keeps only its input
+for the backward and runs again there (``checkpoint_layers``). Neither changes the update beyond float rounding.
+
 Speed (``compiled``, on CUDA): the log-prob pass is compiled by regions (``compile_logprobs``): each decoder
 layer of the HF model and the head's pass (the head, log-softmax and entropy) go through ``torch.compile``,
 which fuses the element-wise chains of the layers (RMSNorm casts, rotary, SiLU gate, residuals) and of the
@@ -36,7 +41,7 @@ import torch
 from rlscale.core.types import StepResult, TrainBatch
 from rlscale.engines.learners.build import LearnerSettings
 from rlscale.engines.learners.update import build_optimizer, micro_batch_loss, token_shares
-from rlscale.engines.models.policy import head_logprobs, token_logprobs
+from rlscale.engines.models.policy import checkpoint_layers, head_logprobs, token_logprobs
 
 LENGTH_BLOCK = 32
 
@@ -80,7 +85,8 @@ def compile_logprobs(model, dynamic: bool):
     """``token_logprobs`` compiled by regions (see the module docstring): ``torch.compile`` on every decoder
     layer of ``model`` (in place; the layers share one graph) and on the head's pass; ``dynamic``: for every
     shape at once rather than for the first one. A model without the HF ``model.layers`` list is compiled
-    whole."""
+    whole. The head is compiled per chunk of positions (``chunked_head_logprobs``): chunks of ``head_chunk``
+    and a shorter last one, two shapes."""
     shapes = True if dynamic else None  # None: static first, dynamic after a shape changes (torch.compile)
     layers = getattr(getattr(model, "model", None), "layers", None)
     if layers is None:
@@ -108,6 +114,9 @@ class TorchLearner:
         self.ref_model = ref_model
         self.compiled = settings.compiled
         self.max_width = settings.max_width
+        self.head_chunk = settings.head_chunk
+        if settings.checkpointing:
+            checkpoint_layers(model)
         self.logprobs = compile_logprobs(model, dynamic=not self.max_width) if self.compiled else token_logprobs
         first = next(model.parameters())
         self.device = first.device
@@ -125,7 +134,8 @@ class TorchLearner:
         return length_bucket(max(width, self.max_width))
 
     def _logprobs(self, model, input_ids: torch.Tensor, with_entropy: bool = False):
-        return self.logprobs(model, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy)
+        return self.logprobs(model, input_ids, self.fp32_head, self.temperature, with_entropy=with_entropy,
+                             chunk=self.head_chunk)
 
     @torch.no_grad()
     def _scored(self, model, input_ids: torch.Tensor) -> torch.Tensor:

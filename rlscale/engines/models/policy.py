@@ -3,7 +3,8 @@
 Section 3.2 ("FP32 precision at the LM head"): the generator's and the trainer's logits are computed
 with an FP32 head (ScaleRL) or in bf16 (the baseline), which makes the two log-probabilities of the
 same token disagree. Both the torch generator and the learner use ``head_output``: the head's matmul in
-its precision; its float32 values are the logits.
+its precision; its float32 values are the logits. The learner runs the head over chunks of positions
+(``chunked_head_logprobs``), so long sequences never hold the whole [positions x vocabulary] logits.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import List
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 
 def head_output(model, hidden: torch.Tensor, fp32_head: bool) -> torch.Tensor:
@@ -143,17 +145,42 @@ class TokenLogprobs:
 
 
 def token_logprobs(model, input_ids: torch.Tensor, fp32_head: bool, temperature: float = 1.0,
-                   with_entropy: bool = False, head=None) -> TokenLogprobs:
+                   with_entropy: bool = False, head=None, chunk: int = 0) -> TokenLogprobs:
     """Log-probabilities of each token given its prefix, under the sampling temperature, as the learner
     needs them. Rows are right-padded (``rlscale.train.batch``): under causal attention no real token
     sees the padding after it and positions count from 0, so no attention mask is passed, which lets
     SDPA take its fused causal kernels (flash attention on GPU). No KV cache is kept. Values at padding
     positions are meaningless and must be masked by the caller. ``head``: ``head_logprobs`` or a compiled
-    copy of it."""
+    copy of it; ``chunk``: positions per pass of the head (``chunked_head_logprobs``; 0 = all at once)."""
     hidden = model.model(input_ids=input_ids, use_cache=False).last_hidden_state
     weight = model.get_output_embeddings().weight
-    return (head or head_logprobs)(weight, hidden[:, :-1], input_ids[:, 1:], fp32_head, 1.0 / temperature,
-                                   with_entropy)
+    return chunked_head_logprobs(weight, hidden[:, :-1], input_ids[:, 1:], fp32_head, 1.0 / temperature,
+                                 with_entropy, chunk, head)
+
+
+def chunked_head_logprobs(weight: torch.Tensor, hidden: torch.Tensor, targets: torch.Tensor, fp32_head: bool,
+                          inv_temp: float, with_entropy: bool, chunk: int, head=None) -> TokenLogprobs:
+    """``head`` (``head_logprobs`` or a compiled copy) over ``chunk`` positions at a time, so that the
+    [positions, V] logits (float32 with the FP32 head) and their gradient exist for one chunk at a time rather
+    than for the whole micro-batch (16.8 GiB for one 14,865-token sequence of Qwen3-8B's 152k vocabulary).
+    Under autograd each chunk is a non-reentrant checkpoint (``torch.utils.checkpoint``): it keeps only its
+    inputs, and its backward recomputes the chunk's logits (the head's matmul once more, in its precision) and
+    logsumexp to form their gradient. Each position's log-prob, entropy and hidden-state gradient are those of
+    the whole pass, up to the summation order of the GEMMs; the head weight's gradient is summed over the
+    chunks in the weight's dtype. With ``chunk`` 0, or no more positions than ``chunk``, this is ``head`` on all
+    positions at once."""
+    head = head or head_logprobs
+    width = hidden.shape[-1]
+    if chunk <= 0 or targets.numel() <= chunk:
+        return head(weight, hidden, targets, fp32_head, inv_temp, with_entropy)
+    parts = []
+    for rows, ids in zip(hidden.reshape(-1, width).split(chunk), targets.reshape(-1).split(chunk)):
+        if torch.is_grad_enabled():
+            parts.append(checkpoint(head, weight, rows, ids, fp32_head, inv_temp, with_entropy, use_reentrant=False))
+        else:
+            parts.append(head(weight, rows, ids, fp32_head, inv_temp, with_entropy))
+    return TokenLogprobs(logp=torch.cat([p.logp for p in parts]).reshape(targets.shape),
+                         entropy=torch.cat([p.entropy for p in parts]).reshape(targets.shape))
 
 
 def head_logprobs(weight: torch.Tensor, hidden: torch.Tensor, targets: torch.Tensor, fp32_head: bool,
@@ -169,6 +196,16 @@ def head_logprobs(weight: torch.Tensor, hidden: torch.Tensor, targets: torch.Ten
     else:
         entropy = torch.zeros_like(logp)
     return TokenLogprobs(logp=logp, entropy=entropy)
+
+
+def checkpoint_layers(model) -> None:
+    """Activation checkpointing of ``model``'s decoder layers (transformers' ``gradient_checkpointing_enable``:
+    a non-reentrant ``torch.utils.checkpoint`` per layer), in place: in training mode each layer keeps only its
+    input for the backward, where its forward runs again; in eval mode (the generator's passes) nothing changes.
+    The embeddings are trained, so the hook that makes their output require a gradient (for frozen
+    embeddings) is removed."""
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.disable_input_require_grads()
 
 
 def count_parameters(model) -> int:

@@ -1,5 +1,5 @@
 """Sections and fields added to the schema after run folders were written (``mixture``, ``eval``,
-``launcher.generator_tasks``): a config.yaml without them reads them as their defaults and keeps the run's
+``launcher.generator_tasks``, ``engine.activation_checkpointing``): a config.yaml without them reads them as their defaults and keeps the run's
 identity, so its checkpoint resumes, and ``rlscale run`` or a sweep with the same overrides takes the folder as
 the same run; setting the section is a different run (a different job shape: the same identity)."""
 from __future__ import annotations
@@ -18,7 +18,8 @@ from rlscale.train.entry import prepare_run_dir
 
 
 @pytest.mark.parametrize("setting", [["eval=code"], ["task=math_code"],
-                                     ["launcher.tasks_per_node=2", "launcher.generator_tasks=1"]])
+                                     ["launcher.tasks_per_node=2", "launcher.generator_tasks=1"],
+                                     ["engine.activation_checkpointing=true"]])
 def test_a_config_written_before_the_sections_is_the_same_run(tmp_path, setting):
     cfg = compose_run_config([f"out={tmp_path / 'run'}"])
     older = OmegaConf.to_container(cfg)

@@ -1,6 +1,7 @@
 """The memory estimate per GPU (``rlscale.engines.memory``): parameters counted from a config equal the
-instantiated model's, the ZeRO split and the PipelineRL placement by hand, the completion budget read from a
-composed run config, and the estimate against peaks measured on an H200."""
+instantiated model's, the ZeRO split, activation checkpointing, the LM head's chunks and the PipelineRL
+placement by hand, the completion budget read from a composed run config, what ``auto`` checkpointing resolves
+to, and the estimate against peaks measured on an H200."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,8 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
 
 from rlscale.config import compose_run_config, typed
-from rlscale.engines.memory import GIB, PHRASE_TOKENS, JobLayout, MemoryEstimate, ModelShape
+from rlscale.engines.memory import (GIB, HEAD_CHUNK_TOKENS, PHRASE_TOKENS, JobLayout, MemoryEstimate, ModelShape,
+                                   checkpointing_needed)
 from rlscale.engines.models.shape import model_shape
 
 SMALL = dict(vocab_size=300, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
@@ -29,7 +31,8 @@ def test_parameters_counted_from_the_config_equal_the_models(config):
 
 def job(**changes) -> JobLayout:
     settings = dict(weight_bytes=2, fp32_head=True, learner="deepspeed", zero_stage=3, ranks=4, rows=64,
-                    chunk_rows=64, micro_batch=4, sequence=100, generators=0, per_gpu=0)
+                    chunk_rows=64, micro_batch=4, sequence=100, generators=0, per_gpu=0, checkpointing=False,
+                    head_chunk=0)
     return JobLayout(**{**settings, **changes})
 
 
@@ -48,6 +51,24 @@ def test_zero_splits_states_over_the_ranks_and_stage_3_the_weights_too():
     alone = MemoryEstimate.of(SHAPE, job(learner="torch", ranks=1, micro_batch=0, weight_bytes=4, fp32_head=False))
     assert alone.trainer["optimizer"] == 8000 + 4000  # float32: no master copy
     assert alone.trainer["activations"] == 64 * 100 * 2 * 88 * 4 and alone.trainer["lm_head"] == 6400 * 50 * 2 * 4
+
+
+def test_checkpointing_keeps_each_layers_input_and_one_layer_and_the_head_one_chunk():
+    plain = MemoryEstimate.of(SHAPE, job()).trainer
+    long = MemoryEstimate.of(SHAPE, job(checkpointing=True, head_chunk=150)).trainer
+    assert long["activations"] == 400 * 2 * 8 * 2 + 400 * 88 * 2  # 400 tokens: 2 layers' inputs, one layer's all
+    assert plain["activations"] == 2 * 400 * 88 * 2
+    assert long["lm_head"] == 150 * 50 * 2 * 4  # one chunk's float32 logits and gradient
+    assert MemoryEstimate.of(SHAPE, job(head_chunk=1000)).trainer["lm_head"] == plain["lm_head"]  # one chunk
+    assert {k: v for k, v in long.items() if k not in ("activations", "lm_head")} == \
+        {k: v for k, v in plain.items() if k not in ("activations", "lm_head")}
+
+
+def test_auto_checkpointing_turns_on_where_the_estimate_without_it_passes_nine_tenths_of_the_card():
+    layout = job(checkpointing=True)  # auto judges the job without checkpointing, whatever the layout says
+    without = sum(MemoryEstimate.of(SHAPE, job()).trainer.values())
+    assert checkpointing_needed(SHAPE, layout, int(without / 0.9) - 1)
+    assert not checkpointing_needed(SHAPE, layout, int(without / 0.9) + 1)
 
 
 def test_pipeline_generators_hold_weights_and_cache_on_their_gpu_or_on_the_trainers():
@@ -72,6 +93,8 @@ def test_the_layout_of_a_composed_run_config():
     assert layout.sequence == 200 + 120 + PHRASE_TOKENS + 30 + 1
     assert (layout.rows, layout.chunk_rows, layout.micro_batch) == (128, 64, 32)  # 2 generators, 8 prompts each
     assert (layout.ranks, layout.generators, layout.per_gpu) == (2, 2, 1)
+    assert (layout.checkpointing, layout.head_chunk) == (False, HEAD_CHUNK_TOKENS)  # auto: off until a card is known
+    assert JobLayout.of(compose(["engine.activation_checkpointing=true"]), 10).checkpointing
     synchronous = JobLayout.of(compose(["offpolicy=ppo", "batch.prompts=16", "batch.generations=8"]), 10)
     assert synchronous.generators == 0 and synchronous.chunk_rows == 128
     tasks = JobLayout.of(compose(["batch.prompts=16", "batch.generations=8", "offpolicy=pipeline",
@@ -89,7 +112,8 @@ def test_the_tiny_models_shape_is_its_own():
 
 
 # Peaks of torch.cuda.max_memory_allocated over the RL step on one H200 (bench/results/gpu_bench-H200-fp32-head.md,
-# 2026-11-28, c6e5351): 256 rows of 640 tokens, micro-batches of 32 rows, bf16 weights, one GPU.
+# 2026-11-28, c6e5351): 256 rows of 640 tokens, micro-batches of 32 rows, bf16 weights, one GPU; the learner then
+# ran the head on whole micro-batches without checkpointing (``job``'s head_chunk 0, checkpointing off).
 MEASURED_GIB = {("smollm2-135m", False): 17.22, ("smollm2-135m", True): 20.96,
                 ("qwen2-0.5b", False): 32.23, ("qwen2-0.5b", True): 43.64}
 BENCH_SHAPES = {"smollm2-135m": LlamaConfig(vocab_size=49152, hidden_size=576, num_hidden_layers=30,

@@ -1,5 +1,6 @@
 """``rlscale sweep --dry-run`` prints each distinct job's estimated memory per GPU (``rlscale.engines.memory``),
-for a model known only by its config.json (docs/sizing/qwen3-8b), and says when a model has no shape."""
+for a model known only by its config.json (docs/sizing/qwen3-8b), with activation checkpointing as set (for
+``auto``, the card size below which it turns on), and says when a model has no shape."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,11 +26,20 @@ def test_an_8b_job_known_by_its_config_json_is_sized_per_gpu(tmp_path):
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "memory per GPU, estimated (prompts of 512 tokens" in text
-    # 512 + 12,288 + 16 + 2,048 + 1 tokens; 8 ZeRO-3 ranks; 4 generators of 2 prompts x 16 generations each
-    assert ("8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ 86.9 GiB (weights 1.91, optimizer 17.2, activations 51, "
-            "lm_head 16.8) │ 80.6 GiB (weights 15.3, kv_cache 65.3) │") in text
-    assert "bf16_head │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ 78.5 GiB" in text  # the bf16 head's half-size logits
-    assert "ppo_offpolicy │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ 348 GiB" in text  # 128 rows on the trainer's GPU
+    # 512 + 12,288 + 16 + 2,048 + 1 tokens; 8 ZeRO-3 ranks; 4 generators of 2 prompts x 16 generations each;
+    # the head's logits for 4,096 positions at a time
+    assert ("8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ auto: on for cards under 83 GiB, then 29.2 GiB per trainer GPU │ "
+            "74.7 GiB (weights 1.91, optimizer 17.2, activations 51, lm_head 4.64) │ 80.6 GiB (weights 15.3, "
+            "kv_cache 65.3) │") in text
+    assert "bf16_head │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ auto: on for cards under 80.5 GiB" in text  # half the logits
+    assert "ppo_offpolicy │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ auto: on for cards under 373 GiB" in text  # 128 rows
+
+
+def test_checkpointing_set_on_keeps_each_layers_input(tmp_path):
+    result = dry_run(tmp_path, "--prompt-tokens", "512", *PLAN, "engine.activation_checkpointing=true")
+    assert result.exit_code == 0, result.output
+    assert ("8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ on │ 29.2 GiB (weights 1.91, optimizer 17.2, activations 5.5, "
+            "lm_head 4.64) │") in " ".join(result.output.split())
 
 
 def test_a_model_without_a_shape_says_so_and_the_dry_run_goes_on(tmp_path):

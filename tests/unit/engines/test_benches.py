@@ -1,0 +1,49 @@
+"""The GPU benchmarks of the engines in their CPU mode, as CI runs them, so that they keep running between the
+GPU runs: ``bench/gpu_bench.py --quick`` (every section but TRL on the tiny shape) and
+``bench/long_sequence_bench.py --quick`` (the learner with checkpointing and the head's chunks off and on)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run(script: str, out: Path) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick", "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def cells(text: str, label: str) -> list:
+    row = next(line for line in text.splitlines() if line.startswith(f"| {label} |"))
+    return [c.strip() for c in row.strip("|").split("|")][1:]
+
+
+def test_gpu_bench_quick_runs_every_section_on_cpu(tmp_path):
+    run("gpu_bench.py", tmp_path)
+    text = (tmp_path / "gpu_bench.md").read_text()
+    assert "graph_equals_eager=True" in text and "phases_ok=True" in text
+    assert all(float(c) > 0 for c in cells(text, "training tokens/s"))  # both heads
+    assert all(float(c) > 0 for c in cells(text, "RL step s (end to end)"))
+    assert "| LM head alone, bf16 weights, 1024 rows | tiny |" in text
+    assert re.search(r"\| tiny-0gpu \| immediate \| [\d.]+ \| [\d.]+ \| [\d.]+x \|", text)
+    sections = json.loads((tmp_path / "gpu_bench.json").read_text())["section_seconds"]
+    assert sorted(sections) == ["checks", "env", "head", "models", "pipeline"]
+
+
+def test_long_sequence_bench_quick_ends_in_the_ratio_and_both_lower_the_peak(tmp_path):
+    out = tmp_path / "long.md"
+    printed = run("long_sequence_bench.py", out)
+    text = out.read_text()
+    assert text.strip() in printed
+    peaks = {(row["checkpointing"], row["chunk"]): row["peak_gib"]
+             for row in json.loads(out.with_suffix(".json").read_text())["tiny"]}
+    assert peaks[True, 128] < peaks[False, 128] < peaks[False, 0]  # each lowers it
+    assert peaks[True, 128] < peaks[True, 0] < peaks[False, 0]
+    ratio = re.search(r"on / both off: tiny: peak memory ([\d.]+)x, update time ([\d.]+)x$", text.strip())
+    assert ratio is not None and float(ratio.group(1)) < 0.5, text
