@@ -4,7 +4,9 @@ The paper fits it to show why the sigmoid is the default: on (1.5k, 50k) GPU-hou
 1.0 (truth ~0.65), on (5k, 50k) at 0.74, while the sigmoid gave 0.645 on every window. For fixed B the form
 is linear in (A, D), so (A, D) are solved in closed form (A clipped to ``a_bounds``, as the sigmoid's) and
 B is found by a log-spaced scan, refined by scans of REFINE_POINTS values between the best value's neighbours
-(each round narrows the bracket 16-fold; after REFINE_ROUNDS, log B is known to 1e-9).
+(each round narrows the bracket 16-fold; after REFINE_ROUNDS, log B is known to 1e-9). The fit is made on C
+over its largest value; in the run's own units D = d * C_max^B, so B stays below MAX_LOG / ln C_max, where D and
+C^B are finite floats (on training FLOPs, C_max ~ 1e16, B = 20 would put D near 1e320).
 """
 from __future__ import annotations
 
@@ -16,16 +18,18 @@ import numpy as np
 from rlscale.fit.results import PowerLawFit
 
 B_RANGE = (1e-3, 20.0)
+MAX_LOG = 600.0  # ln of the largest D and C^B kept (a float64 ends near e^709)
 B_SCAN = 64
 REFINE_POINTS = 33
 REFINE_ROUNDS = 8  # the scan, then 7 refinements: 0.31 / 16^7 in log B
 
 
 def fit_power_law(x: np.ndarray, y: np.ndarray, a_bounds: Sequence[float]) -> PowerLawFit:
-    """Least-squares R = A - D / C^B on points with x > 0; B in [1e-3, 20]."""
+    """Least-squares R = A - D / C^B on points with x > 0; B in [1e-3, 20], and below MAX_LOG / ln C_max."""
     scale = float(np.max(x))
     xs = x / scale
-    log_b = np.linspace(math.log(B_RANGE[0]), math.log(B_RANGE[1]), B_SCAN)
+    b_hi = min(B_RANGE[1], MAX_LOG / math.log(scale)) if scale > 1 else B_RANGE[1]
+    log_b = np.linspace(math.log(B_RANGE[0]), math.log(b_hi), B_SCAN)
     for _ in range(REFINE_ROUNDS):
         i = int(np.argmin(_profile_sse(xs, y, np.exp(log_b), a_bounds)[2]))
         best = float(log_b[i])

@@ -10,12 +10,13 @@ import pytest
 from scipy.stats import f as f_dist
 
 from rlscale.fit.bootstrap import bootstrap_ci
+from rlscale.fit.curves import Curve
 from rlscale.fit.fast import fit_fast
 from rlscale.fit.forms import power_law, sigmoid
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
 from rlscale.fit.profile import profile_interval_a, profile_sse
-from rlscale.fit.one_run import residual_noise
+from rlscale.fit.one_run import fit_curve, residual_noise
 from rlscale.fit.results import FitSettings
 from rlscale.fit.space import SearchSpace, search_space
 from rlscale.testing.curves import R0, TABLE1, synthetic_curve
@@ -138,6 +139,29 @@ def test_power_law_recovers_its_own_form_and_hits_its_ceiling_on_a_sigmoid():
     x = np.linspace(1500, 8000, 40)
     early = fit_power_law(x, sigmoid(x, 0.3, 0.61, 1.92, 2542.0), (0.0, 1.0))
     assert early.A > 0.61 + 0.02
+
+
+# val_reward/sums3 of scalerl seed 0 in docs/examples/smollm2-sums-loo-size, on training FLOPs: up in three evals,
+# then flat, so the power law's best B is a step
+SUMS3_FLOPS = np.array([0.0, 2.177e14, 4.2621e14, 6.1622e14, 7.9069e14, 9.5796e14, 1.1221e15, 1.2859e15, 1.4485e15,
+                        1.6126e15, 1.7786e15, 1.9453e15, 2.1122e15, 2.281e15, 2.4499e15, 2.6183e15, 2.7879e15,
+                        2.957e15, 3.1263e15, 3.2963e15, 3.466e15, 3.6364e15, 3.8072e15, 3.9779e15, 4.1485e15,
+                        4.3194e15, 4.4905e15, 4.6612e15, 4.8287e15, 4.9949e15, 5.1611e15])
+SUMS3 = np.array([0.018, 0.022, 0.046, 0.048, 0.07, 0.064, 0.064, 0.066, 0.062, 0.07, 0.062, 0.064, 0.066, 0.072, 0.07,
+                  0.072, 0.074, 0.072, 0.078, 0.066, 0.064, 0.064, 0.068, 0.062, 0.074, 0.078, 0.074, 0.066, 0.068,
+                  0.07, 0.062])
+
+
+def test_power_law_stays_finite_on_training_flops():
+    """On FLOPs (C up to 5e15) a step's power law would have B = 20 and D near 1e300; B stops where D and C^B stay
+    finite floats, so the fit of the run ends ok (it raised OverflowError, and the run was marked failed)."""
+    law = fit_power_law(SUMS3_FLOPS[4:], SUMS3[4:], (0.0, 1.0))
+    assert all(np.isfinite(v) for v in (law.A, law.D, law.B, law.sse)) and law.B <= 600 / np.log(SUMS3_FLOPS[-1])
+    assert np.isfinite(power_law(SUMS3_FLOPS[4:], law.A, law.D, law.B)).all()
+    n = SUMS3.size
+    curve = Curve(sweep="s", variant="v", seed=0, run_path="r", x=SUMS3_FLOPS, y=SUMS3, se=np.full(n, 0.0114),
+                  samples=np.full(n, 500.0), prompts=np.full(n, 500.0))
+    assert fit_curve(curve, FitSettings(x="flops")).status == "ok"
 
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_estimate():
