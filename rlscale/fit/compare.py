@@ -393,11 +393,13 @@ def _loo_verdict(t: _LooTest, sweep: Sweep, base: VariantFit, a_fixed: float, no
     row.eval_share = share
     seeds = min(len(v.seeds_in_a), len(base.seeds_in_a)) or 1
     level = 1 - fam.per_test if fam.method != NO_CORRECTION else s.ci_level
+    sampling = noise.sampling if noise is not None else None
     resolution = Resolution(
         seeds=seeds_to_resolve(spread.sd if spread else None, s.margin, level),
-        prompts=prompts_to_resolve(spread.sd if spread else None, share, seeds,
-                                   noise.eval_prompts if noise is not None else None, s.margin, level),
-        eval_share=share)
+        prompts=prompts_to_resolve(spread.sd if spread else None,
+                                   share * (1.0 if sampling is None else sampling) if share is not None else None,
+                                   seeds, noise.eval_prompts if noise is not None else None, s.margin, level),
+        eval_share=share, sampling=sampling)
     found = verdict(t.d_a, t.d_b, t.d_b_free, s.margin, row.margin_B, not (v.unidentified or base.unidentified),
                     resolution, decisions)
     row.verdict, row.reason, row.needs = found.verdict, found.reason, _needs(found.needs, v, base)

@@ -38,13 +38,14 @@ FINDINGS = (HIGHER_CEILING, LOWER_CEILING, HIGHER_EFFICIENCY, LOWER_EFFICIENCY)
 # Why a comparison is unresolved (ComparisonRow.reason) and what would resolve it (ComparisonRow.needs).
 NOT_IDENTIFIED = "A not identified"
 EVAL_NOISE = "eval noise"
+DRIFT = "drift within runs"
 SEED_SPREAD = "seed spread"
 ONE_SEED = "one seed"
 CEILING_OR_EFFICIENCY = "dB resolved but not the free fits' B"
 MORE_COMPUTE, MORE_SEEDS, MORE_EVAL_PROMPTS = "more compute", "more seeds", "more distinct eval prompts"
 MORE_EVALS = "more evals per run (a smaller trainer.eval_every), or more compute"
 MULTIPLE_COMPARISONS = "multiple comparisons"
-REASONS = (NOT_IDENTIFIED, ONE_SEED, MULTIPLE_COMPARISONS, EVAL_NOISE, SEED_SPREAD, CEILING_OR_EFFICIENCY)
+REASONS = (NOT_IDENTIFIED, ONE_SEED, MULTIPLE_COMPARISONS, EVAL_NOISE, DRIFT, SEED_SPREAD, CEILING_OR_EFFICIENCY)
 
 
 def axis_label(x: str) -> str:
@@ -275,7 +276,9 @@ class EvalNoise:
     (``<y>_se``, None when the runs do not write it), the median standard error of a run's A (``a_se``,
     from its interval), flagged when above ``limit`` (half the margin on A); ``share``: the share of the
     run-to-run variance of A that the runs' own noise makes (None without a seed spread);
-    ``eval_prompts``: distinct eval prompts per eval (None when the runs do not say)."""
+    ``eval_prompts``: distinct eval prompts per eval (None when the runs do not say); ``sampling``: the share of
+    a run's own variance of A that the eval's sampling makes, the part more eval prompts shrink (the rest is the
+    reward's drift between evals, rlscale.fit.noise; None: all of it, as when no covariance is estimated)."""
 
     sweep: str
     median_se: Optional[float]
@@ -283,25 +286,40 @@ class EvalNoise:
     limit: float
     eval_prompts: Optional[float]
     share: Optional[float]
+    sampling: Optional[float] = None
 
     @property
     def flagged(self) -> bool:
         return self.a_se > self.limit
 
     @property
+    def sampled(self) -> float:
+        return 1.0 if self.sampling is None else self.sampling
+
+    @property
     def prompts_needed(self) -> Optional[float]:
-        """Distinct eval prompts that bring a run's A to ``limit`` (its variance as 1 / prompts)."""
-        return None if self.eval_prompts is None else self.eval_prompts * (self.a_se / self.limit) ** 2
+        """Distinct eval prompts that bring a run's A to ``limit``: its sampling part shrinks as 1 / prompts, the
+        drift's stays; None when the drift alone is beyond the limit (or the runs do not say their prompts)."""
+        drift = (1 - self.sampled) * self.a_se ** 2
+        room = self.limit ** 2 - drift
+        if self.eval_prompts is None or room <= 0:
+            return None
+        return self.eval_prompts * self.sampled * self.a_se ** 2 / room
 
     def describe(self) -> str:
         head = f"eval noise: a run's A has a standard error of {self.a_se:.3g} (median), above {self.limit:.3g}"
         head += " (half the margin on A)"
         if self.share is not None:
             head += f", {self.share:.0%} of the run-to-run variance of A"
-        if self.prompts_needed is None:
+        if self.sampling is not None and self.sampling < 0.5:
+            head += (f"; the eval's sampling is {self.sampling:.0%} of it, the reward's drift between evals the rest, "
+                     "which more eval prompts do not shrink")
+        if self.prompts_needed is not None:
+            return head + (f"; about {self.prompts_needed:,.0f} distinct eval prompts (now {self.eval_prompts:,.0f}) "
+                           "would resolve it")
+        if self.eval_prompts is None and self.sampled >= 0.5:
             return head + f"; about {(self.a_se / self.limit) ** 2:.1f}x the distinct eval prompts would resolve it"
-        return head + (f"; about {self.prompts_needed:,.0f} distinct eval prompts (now {self.eval_prompts:,.0f}) "
-                       "would resolve it")
+        return head + "; no number of eval prompts resolves it alone: more seeds average the drift out"
 
 
 @dataclass

@@ -21,8 +21,9 @@ else unpaired), except in predictions of one-seed variants (rlscale.fit.predict)
 - **unresolved** otherwise, with a reason and what would resolve it: ``A not identified`` (more compute),
   ``one seed`` (no seed spread to compare with: more seeds), ``dB resolved but not the free fits' B`` (more
   seeds), or the two sources of the run-to-run variance in the order of their share (rlscale.fit.noise):
-  ``eval noise`` (the runs' own fits: eval sampling and drift within a run; more distinct eval prompts) and
-  ``seed spread`` (what differs between runs beyond that; more seeds). The numbers are given where the data
+  ``eval noise`` (the runs' own fits, mostly the eval's sampling; more distinct eval prompts), ``drift within
+  runs`` (the runs' own fits, mostly the reward's drift between evals, which more prompts do not shrink; more
+  seeds) and ``seed spread`` (what differs between runs beyond that; more seeds). The numbers are given where the data
   tell them: the seeds per variant that bring the half-width of dA to half the margin at the sweep's spread
   (``seeds_to_resolve``), and the distinct eval prompts that would, at the present seeds, when fewer eval
   noise alone can do it (``prompts_to_resolve``).
@@ -37,8 +38,8 @@ from scipy.stats import norm
 
 from rlscale.fit.differences import BOOTSTRAP
 from rlscale.fit.family import p_beyond, rule_name
-from rlscale.fit.results import (CEILING_OR_EFFICIENCY, EVAL_NOISE, HIGHER_CEILING, HIGHER_EFFICIENCY, LOWER_CEILING,
-                                LOWER_EFFICIENCY, MORE_COMPUTE, MORE_EVAL_PROMPTS, MORE_SEEDS, MULTIPLE_COMPARISONS,
+from rlscale.fit.results import (CEILING_OR_EFFICIENCY, DRIFT, EVAL_NOISE, HIGHER_CEILING, HIGHER_EFFICIENCY,
+                                LOWER_CEILING, LOWER_EFFICIENCY, MORE_COMPUTE, MORE_EVAL_PROMPTS, MORE_SEEDS, MULTIPLE_COMPARISONS,
                                 NOT_IDENTIFIED, ONE_SEED, SEED_SPREAD, UNRESOLVED, WITHIN_MARGIN, Difference)
 
 
@@ -54,11 +55,13 @@ class Verdict:
 @dataclass(frozen=True)
 class Resolution:
     """What would resolve a comparison: seeds per variant, distinct eval prompts per eval (None where that
-    source alone cannot), and the share of the run-to-run variance that eval noise makes (None unknown)."""
+    source alone cannot), the share of the run-to-run variance that the runs' own fits make (None unknown) and,
+    of that, the share the eval's sampling makes (``sampling``; the rest is the reward's drift within runs)."""
 
     seeds: Optional[int] = None
     prompts: Optional[float] = None
     eval_share: Optional[float] = None
+    sampling: Optional[float] = None
 
 
 def _z(level: float) -> float:
@@ -180,6 +183,10 @@ def verdict(d_a: Difference, d_b: Optional[Difference], d_b_free: Optional[Diffe
                     if resolution.prompts is not None else "")
     if resolution.eval_share is not None and resolution.eval_share > 0.5:
         share = f" ({resolution.eval_share:.0%} of the variance)"
+        if resolution.sampling is not None and resolution.sampling < 0.5:
+            share = (f" ({resolution.eval_share:.0%} of the variance, the eval's sampling "
+                     f"{resolution.sampling:.0%} of it)")
+            return Verdict(UNRESOLVED, DRIFT + share, ", ".join(n for n in (more_seeds, more_prompts) if n))
         return Verdict(UNRESOLVED, EVAL_NOISE + share, ", ".join(n for n in (more_prompts, more_seeds) if n))
     share = f" ({1 - resolution.eval_share:.0%} of the variance)" if resolution.eval_share is not None else ""
     return Verdict(UNRESOLVED, SEED_SPREAD + share, ", ".join(n for n in (more_seeds, more_prompts) if n))

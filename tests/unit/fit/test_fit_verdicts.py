@@ -110,3 +110,24 @@ def test_eval_noise_share_and_cure_in_distinct_prompts():
                       A_se_within=0.2, eval_se=0.02, eval_prompts=58)
     assert eval_noise([*runs, open_run], "s", 0.02).a_se == pytest.approx(0.01)
     assert eval_noise([open_run], "s", 0.02) is None
+
+
+def test_a_drift_within_runs_asks_for_seeds_not_eval_prompts():
+    """The runs' own noise is all of the spread, but the eval's sampling is 2 % of it (the reward drifts between
+    evals): more eval prompts cannot resolve it, more seeds can; with sampling 90 % the prompts are asked first."""
+    from rlscale.fit.results import DRIFT, EVAL_NOISE, EvalNoise
+    d_a = Difference(0.005, -0.040, 0.051, "paired n=2")
+    drift = verdict(d_a, None, None, 0.02, None, True, Resolution(seeds=14, prompts=None, eval_share=1.0,
+                                                                  sampling=0.02))
+    assert drift.reason == f"{DRIFT} (100% of the variance, the eval's sampling 2% of it)"
+    assert drift.needs == "more seeds (about 14 per variant)"
+    sampled = verdict(d_a, None, None, 0.02, None, True, Resolution(seeds=14, prompts=9000, eval_share=1.0,
+                                                                    sampling=0.9))
+    assert sampled.reason.startswith(EVAL_NOISE) and sampled.needs.startswith("more distinct eval prompts")
+    # the prompts asked for count only the sampling part: at 2 % of the variance no number of them suffices
+    assert prompts_to_resolve(0.0217, 0.02, 2, 4500, 0.02, 0.95) is None
+    noise = EvalNoise(sweep="s", median_se=0.0074, a_se=0.0217, limit=0.01, eval_prompts=4500, share=1.0,
+                      sampling=0.02)
+    assert noise.prompts_needed is None and "no number of eval prompts resolves it alone" in noise.describe()
+    # all sampling: the variance falls as 1 / prompts, 4,500 x (0.0217 / 0.01)^2 = 21,190
+    assert EvalNoise("s", 0.0074, 0.0217, 0.01, 4500, 1.0, 1.0).prompts_needed == pytest.approx(21190.05)
