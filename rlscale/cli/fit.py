@@ -164,10 +164,11 @@ def _grid(text: str, option: str, integer_last: bool) -> Tuple[float, float, flo
     return lo, hi, int(last) if integer_last else last
 
 
-def _progress(err, status, where: str, every_s: float = 10.0):
+def _progress(err, status, where: str, every_s: float = 10.0, clock=time.monotonic):
     """The fit's progress: the spinner's text on a terminal; in a pipe or a log, where the spinner shows
-    nothing, a line once the runs are read, then at most one every ``every_s`` and one at the last run."""
-    last = [time.monotonic()]
+    nothing, a line once the runs are read, then one each time ``every_s`` have passed since the last line, and one
+    at the last run."""
+    last = [clock()]
 
     def show(done: int, total: int) -> None:
         status.update(f"fitting run {done}/{total}")
@@ -175,8 +176,10 @@ def _progress(err, status, where: str, every_s: float = 10.0):
             return
         if done == 0:
             err.print(f"fitting {total} runs {where}", markup=False, highlight=False)
-        elif done == total or time.monotonic() - last[0] >= every_s:
+        elif done == total or clock() - last[0] >= every_s:
             err.print(f"fitted {done}/{total} runs", markup=False, highlight=False)
-        last[0] = time.monotonic()
+        else:
+            return
+        last[0] = clock()
 
     return show

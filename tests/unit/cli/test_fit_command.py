@@ -170,3 +170,24 @@ def test_no_correction_judges_each_comparison_of_the_ranking_alone(results_dir, 
     assert [(c["variant"], c["rank"], c["tie"]) for c in comparison if c["rank"]] == [
         ("batch_2048", "1", "True"), ("scalerl", "1", "True"), ("gens_8", "2", "False")]
     assert "each at 5% alone" in result.output
+
+
+def test_fit_in_a_pipe_prints_a_line_every_ten_seconds():
+    """Runs fitted every 3 s in a pipe: a line when the runs are read, then one each time 10 s have passed since the
+    last line (not since the last run), and one at the end."""
+    import io
+
+    from rich.console import Console
+
+    from rlscale.cli.fit import _progress
+
+    class Status:  # the spinner's text, which a pipe never shows
+        def update(self, text):
+            self.text = text
+
+    out = io.StringIO()
+    times = iter(range(0, 100, 3))
+    show = _progress(Console(file=out, width=200), Status(), "under r", clock=lambda: next(times))
+    for done in range(9):
+        show(done, 8)
+    assert out.getvalue().splitlines() == ["fitting 8 runs under r", "fitted 4/8 runs", "fitted 8/8 runs"]
