@@ -42,9 +42,11 @@ def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, cap
     marker = tmp_path / "pwned"
     evil = EVIL.format(m=marker)
     spec = tmp_path / "mini.yaml"
+    empty = tmp_path / "no_checkpoint_here"  # passes every check at compose, fails as its run loads the model
+    empty.mkdir()
     spec.write_text(yaml.safe_dump({
         "name": "mini", "kind": "loo", "base": {"name": "scalerl"}, "overrides": SHORT,
-        "variants": {"loss_dapo": ["loss=dapo"], "broken": ["task.dataset=no_such_dataset"]}}, sort_keys=False))
+        "variants": {"loss_dapo": ["loss=dapo"], "broken": ["model=hf", f"model.path={empty}"]}}, sort_keys=False))
     results = tmp_path / f"res {evil}"
     args = ["sweep", f"conf={spec}", f"launcher.setup=[{hydra_quote(SETUP)}]", "--results", str(results)]
 
@@ -59,7 +61,7 @@ def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, cap
         assert json.loads((run_dir / "status.json").read_text())["state"] == "done"
         assert raw_steps(run_dir, "train") == [1, 2, 3, 4] and raw_steps(run_dir, "eval") == [0, 2, 4]
     broken = json.loads((sweep_dir / "broken/status.json").read_text())
-    assert broken["state"] == "failed" and "no_such_dataset" in broken["reason"]
+    assert broken["state"] == "failed" and "no_checkpoint_here" in broken["reason"]
     # the local executor runs the setup line in its controller's shell, as written; the results path never runs
     assert f"probe={os.environ['HOME']}/venv" in capfd.readouterr().out and not marker.exists()
 

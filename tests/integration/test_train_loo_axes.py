@@ -18,14 +18,16 @@ from rlscale.train.loop import RunLoop
 
 pytestmark = pytest.mark.slow
 
-SHORT = ["batch.prompts=4", "curriculum.pool_size=8", "curriculum.threshold=0.25", "trainer.max_steps=4",
-         "trainer.eval_every=4", "trainer.checkpoint_every=4", "engine.threads=1"]
+SHORT = ["batch.prompts=4", "curriculum.pool_size=8", "trainer.max_steps=4", "trainer.eval_every=4",
+         "trainer.checkpoint_every=4", "engine.threads=1"]
+THRESHOLD = "curriculum.threshold=0.25"  # No-Positive-Resampling's knob: every run but the uniform one
 MEASURED = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s",
             "generator_idle_frac", "weight_sync_s", "weight_load_s", "queue_depth"}
 
 
 def train_lines(overrides: List[str], run_dir: Path) -> List[Dict]:
-    loop = RunLoop(typed(compose_run_config([*SHORT, *overrides])), run_dir)
+    threshold = [] if "curriculum=uniform" in overrides else [THRESHOLD]
+    loop = RunLoop(typed(compose_run_config([*SHORT, *threshold, *overrides])), run_dir)
     try:
         loop.run()
     finally:
