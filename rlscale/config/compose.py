@@ -62,12 +62,6 @@ class ForeignKnob(ConfigError):
         self.field = field
 
 
-class _ForeignKnob(ValueError):
-    def __init__(self, message: str, field: str):
-        super().__init__(message)
-        self.field = field
-
-
 def _one_line(err: Exception) -> str:
     text = " ".join(str(err).split())
     return text.split(" full_key:")[0] if "full_key:" in text else text
@@ -194,7 +188,7 @@ def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfi
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as err:
         raise ConfigError(f"{source}: {_field_error(getattr(err, 'full_key', None), err)}") from None
-    except _ForeignKnob as err:
+    except ForeignKnob as err:  # before ValueError, which it is: the field stays with it
         raise ForeignKnob(f"{source}: {err}", err.field) from None
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
@@ -224,7 +218,7 @@ def _option_section(axis: Axis, fields: Any, written: bool) -> DictConfig:
                 else _suggestion(unknown[0], sorted(known), f"{axis.section}."))
         line = (f"field '{axis.section}.{unknown[0]}': {axis.field}={name} has no such knob (its knobs: "
                 f"{', '.join(sorted(known - {'name'})) or 'none'}){hint}")
-        raise _ForeignKnob(line, f"{axis.section}.{unknown[0]}") if elsewhere else ValueError(line)
+        raise ForeignKnob(line, f"{axis.section}.{unknown[0]}") if elsewhere else ValueError(line)
     try:
         return OmegaConf.merge(OmegaConf.structured(klass), section)
     except OmegaConfBaseException as err:
