@@ -28,6 +28,7 @@ from typing import Dict, List, Sequence
 import torch
 
 from rlscale.core.protocols import Generator, PolicyTokenizer
+from rlscale.core.seeds import derived_seed
 from rlscale.core.types import Completion
 from rlscale.tasks.answer_format import FormattedTask
 from rlscale.tasks.base import Problem
@@ -111,7 +112,7 @@ def evaluate(task: FormattedTask, tok: PolicyTokenizer, generator: Generator, pr
     """``samples`` completions of each of ``problems``, scored; the first of each of the first ``logged`` prompts
     kept as records. The sampling RNG depends only on the run's ``seed`` and the eval ``stream`` (0: the run's own
     held-out split; a downstream set's own number)."""
-    rng = torch.Generator().manual_seed(EVAL_SEED_BASE + 1_000_003 * seed + stream)
+    rng = torch.Generator().manual_seed(derived_seed(EVAL_SEED_BASE, seed, stream))
     flat = [p for p in problems for _ in range(samples)]
     correct: List[bool] = []
     truncated: List[bool] = []

@@ -45,6 +45,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 import torch
 
 from rlscale.config.schema import BatchConfig, OffpolicyConfig, RunConfig
+from rlscale.core.seeds import derived_seed
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.generators.build import GeneratorSettings
 from rlscale.rl import PoolExhausted
@@ -145,7 +146,7 @@ class PipelineSource:
 
     def _submit(self, position: int) -> None:
         chunk = self.in_flight[position]
-        seed = CHUNK_SEED_BASE + 1_000_003 * self.seed + position
+        seed = derived_seed(CHUNK_SEED_BASE, self.seed, position)
         self.workers.submit(ChunkRequest(position, self.sampler.encode(chunk.ids), seed, chunk.version))
 
     def _receive(self) -> None:

@@ -75,3 +75,16 @@ def test_a_bad_set_is_one_line_naming_the_field(overrides, needle):
     with pytest.raises(ConfigError) as err:
         compose_run_config(overrides)
     assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_largest_seed_the_schema_allows_evaluates(code_set):
+    """seed = 2**63 - 1 (MAX_SEED): the eval stream's seed is reduced modulo 2**64 instead of overflowing
+    torch.manual_seed; a small seed keeps the stream of the unreduced sum."""
+    from rlscale.config.schema import MAX_SEED
+    from rlscale.core.seeds import derived_seed
+
+    problems = code_set.task.val_problems()
+    result = evaluate(code_set.task, Tok(), CoinGenerator(problems), problems, 1, MAX_SEED, 0)
+    assert result.val_samples == 12 and 0.0 <= result.val_reward <= 1.0
+    assert derived_seed(7_919_000_000, MAX_SEED, 5) == (7_919_000_000 + 1_000_003 * MAX_SEED + 5) % 2 ** 64
+    assert derived_seed(7_919_000_000, 3, 5) == 7_919_000_000 + 3_000_009 + 5
