@@ -55,6 +55,8 @@ def fit_command(
     ci: float = typer.Option(0.95, "--ci", help="Interval level."),
     n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples for B, C_mid and predictions (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    force: bool = typer.Option(False, "--force", help="Run an --n-boot above 100,000 (refused otherwise, with its "
+                               "expected time and memory)."),
     a_grid: str = typer.Option("0.45:0.8:0.005", "--a-grid", help="Paper method's A grid LO:HI:STEP."),
     c_mid_grid: Optional[str] = typer.Option(None, "--c-mid-grid", help="Absolute C_mid grid LO:HI:N (default: "
                                              "the paper's 100:40000:100, rescaled to short runs)."),
@@ -64,6 +66,7 @@ def fit_command(
     """Fit the ScaleRL sigmoid to every run under RESULTS_DIR and compare the variants."""
     from rlscale.cli.console import output_console
     from rlscale.fit.api import SourceError, fit_results, write_outputs
+    from rlscale.fit.bootstrap import MAX_N_BOOT
     from rlscale.fit.by_metric import metric_folder, write_index
     from rlscale.fit.curves import load_source
     from rlscale.fit.outputs import write_files
@@ -94,6 +97,8 @@ def fit_command(
                                a_grid=list(_grid(a_grid, "--a-grid", integer_last=False)))
         for metric in metrics[1:]:  # every metric is checked before any is fitted
             load_source(results_dir, x, metric)
+        if n_boot > MAX_N_BOOT and not force:
+            raise UsageError(_bootstrap_refusal(n_boot, load_source(results_dir, x, metrics[0])))
         fitted = []
         with err.status("fitting...") as status:
             for metric in metrics:
@@ -126,6 +131,17 @@ def fit_command(
         raise typer.Exit(1)
     out_console.print("wrote " + ", ".join(str(p) for p in paths), markup=False, highlight=False)
     raise typer.Exit(0)
+
+
+def _bootstrap_refusal(n_boot: int, source) -> str:
+    """Why ``--n-boot`` is refused: its expected CPU time and memory over the runs of ``source``."""
+    from rlscale.fit.bootstrap import MAX_N_BOOT, bootstrap_cost
+
+    points = [curve.x.size for curve in source.curves]
+    seconds, peak = bootstrap_cost(n_boot, points)
+    return (f"--n-boot {n_boot:,} is above {MAX_N_BOOT:,}: about {seconds / 3600:,.1f} CPU-hours and "
+            f"{peak / 2**30:,.1f} GiB for {len(points)} run{'' if len(points) == 1 else 's'} of up to {max(points, default=0):,} evals; lower it or "
+            "pass --force")
 
 
 def _metrics(text: str) -> List[str]:

@@ -19,6 +19,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
+from rlscale.fit.binning import MAX_FIT_POINTS
 from rlscale.fit.correlated import ResidualNoise
 from rlscale.fit.fast import BatchFit, fit_batch
 from rlscale.fit.forms import SigmoidParams, sigmoid
@@ -37,6 +38,20 @@ class BootstrapCI:
 
 
 BOOT_CHUNK = 2048  # resamples drawn and refitted at a time
+MAX_N_BOOT = 100_000  # above it `rlscale fit` refuses without --force, stating the cost (bootstrap_cost)
+# the cost of one resample refitted, measured 2026-12-02 on a 2-core AMD EPYC (8,192 resamples of a 31-eval
+# and of a 500-eval window: 170 and 870 microseconds each, the machine shared), and the bytes it keeps (A, B,
+# C_mid, sse and their concatenated copies)
+SECONDS_PER_RESAMPLE = 1.2e-4
+SECONDS_PER_RESAMPLE_POINT = 1.5e-6
+BYTES_PER_RESAMPLE = 64
+
+
+def bootstrap_cost(n_boot: int, points: Sequence[int]) -> Tuple[float, int]:
+    """(CPU seconds, peak bytes) of ``n_boot`` resamples of each of runs of ``points`` fitted evals (each
+    window capped at rlscale.fit.binning.MAX_FIT_POINTS), from the measured per-resample cost above."""
+    seconds = n_boot * sum(SECONDS_PER_RESAMPLE + SECONDS_PER_RESAMPLE_POINT * min(n, MAX_FIT_POINTS) for n in points)
+    return seconds, n_boot * BYTES_PER_RESAMPLE
 
 
 def bootstrap_fits(x: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams, noise: ResidualNoise,

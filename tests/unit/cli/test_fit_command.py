@@ -191,3 +191,20 @@ def test_fit_in_a_pipe_prints_a_line_every_ten_seconds():
     for done in range(9):
         show(done, 8)
     assert out.getvalue().splitlines() == ["fitting 8 runs under r", "fitted 4/8 runs", "fitted 8/8 runs"]
+
+
+def test_an_unbounded_bootstrap_is_refused_with_its_cost(results_dir, tmp_path):
+    """--n-boot above 100,000 is refused in one line before any fit, stating CPU time and memory from the
+    measured per-resample cost (rlscale.fit.bootstrap.bootstrap_cost); nothing is written."""
+    from rlscale.fit.bootstrap import bootstrap_cost
+
+    out = tmp_path / "out"
+    result = _invoke(results_dir, "--out", out, "--n-boot", "100000000")
+    assert result.exit_code == 2
+    line = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert len(line) == 1 and "--n-boot 100,000,000 is above 100,000" in line[0] and "pass --force" in line[0]
+    assert "CPU-hours" in line[0] and "GiB for 7 runs" in line[0]
+    assert not out.exists()
+    seconds, peak = bootstrap_cost(10 ** 8, [40] * 7)
+    assert seconds == pytest.approx(10 ** 8 * 7 * (1.2e-4 + 40 * 1.5e-6)) and peak == 64 * 10 ** 8
+    assert bootstrap_cost(10 ** 6, [100_000])[0] == pytest.approx(10 ** 6 * (1.2e-4 + 500 * 1.5e-6))
