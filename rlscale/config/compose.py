@@ -171,6 +171,33 @@ def _field_error(key: Optional[str], err: Exception) -> str:
     return retired_problem(str(key)) or f"field '{key}': {_one_line(err)}{_key_suggestion(key) if unknown else ''}"
 
 
+SHELL_FIELDS = (("launcher", "setup"),)  # lists of shell lines: their ${...} is the shell's, never OmegaConf's
+_UNESCAPED = re.compile(r"(?<!\\)\$\{")
+
+
+def _shell_literal(text: str) -> str:
+    """``text`` with every ``${`` escaped as OmegaConf reads a literal (``\\${``), once."""
+    return _UNESCAPED.sub(lambda _: "\\${", text)
+
+
+def _escape_shell_fields(fields: dict) -> None:
+    """Escape the ``${`` of the ``SHELL_FIELDS`` of a plain config, in place: ``export
+    HF_HOME=${SCRATCH:-$HOME}/hf`` reaches the script as written."""
+    for section, key in SHELL_FIELDS:
+        node = fields.get(section)
+        if isinstance(node, dict) and isinstance(node.get(key), list):
+            node[key] = [_shell_literal(str(line)) for line in node[key]]
+
+
+def _escape_resolved_shell_fields(cfg: DictConfig) -> None:
+    """The same after ``OmegaConf.resolve``, which stores an escaped string unescaped (the next read would take
+    it for an interpolation): each line's stored text, read unresolved, escaped again."""
+    for section, key in SHELL_FIELDS:
+        lines = cfg[section]._get_node(key)
+        for index in range(len(lines)):
+            lines[index] = _shell_literal(str(lines._get_node(index)._value()))
+
+
 def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfig:
     """The typed, resolved, validated, read-only config of ``raw``: each section typed by its option
     (``_option_section``), every other field by ``RunConfig``. ``written``: ``raw`` is a config.yaml, whose
@@ -178,6 +205,7 @@ def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfi
     from rlscale.config.validate import validate
 
     fields = OmegaConf.to_container(raw)
+    _escape_shell_fields(fields)
     try:
         sections = {axis.section: _option_section(axis, fields.get(axis.section), written) for axis in TYPED_BY_OPTION}
         # merge a plain copy: keys added with +key=... that the schema lacks then fail by name
@@ -186,6 +214,7 @@ def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfi
         for section, node in sections.items():
             cfg[section] = node
         OmegaConf.resolve(cfg)
+        _escape_resolved_shell_fields(cfg)
     except OmegaConfBaseException as err:
         raise ConfigError(f"{source}: {_field_error(getattr(err, 'full_key', None), err)}") from None
     except ForeignKnob as err:  # before ValueError, which it is: the field stays with it

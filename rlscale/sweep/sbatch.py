@@ -70,19 +70,33 @@ class ShellLine(str):
 
 def setup_commands(launcher: DictConfig) -> List[ShellLine]:
     """``launcher.setup``: shell lines run before the job, as written (``module load ...``, ``source
-    ~/venv/bin/activate``, ``export X=$HOME/y && cd ...``): the user's own shell, like a line of their sbatch
-    script. Each must be one line that bash parses; every other value of a script stays quoted."""
+    ~/venv/bin/activate``, ``export X=${SCRATCH:-$HOME}/y && cd ...``): the user's own shell, like a line of their
+    sbatch script. Each must be one line that bash parses without a warning (so no here-document, which would
+    read the job body as its text) and that does not end in a backslash (which would join the next line to it);
+    the script holds them between ``set +u`` and ``set -u`` (a variable they read may be unset, as in a plain
+    script) and ``render_sbatch`` parses the whole script once more. Every other value of a script stays
+    quoted."""
     lines = []
     for index, line in enumerate(launcher.setup):
-        text = single_line(str(line), f"launcher.setup[{index}]").strip()
+        where = f"launcher.setup[{index}]"
+        text = single_line(str(line), where).strip()
         if not text:
             continue
-        check = subprocess.run(["bash", "-n", "-c", text], capture_output=True, text=True, timeout=30)
-        if check.returncode != 0:
-            detail = " ".join(check.stderr.split()).replace("bash: -c: ", "")
-            raise SpecError(f"launcher.setup[{index}]: not a shell line ({detail}): {text!r}")
+        _parse_or_refuse(text, where)  # a here-document on one line is unterminated: bash -n warns
+        if re.search(r"(?<!\\)(\\\\)*\\$", text):
+            raise SpecError(f"{where}: ends with a backslash, which would join the next line of the script to it: "
+                            f"{text!r}")
         lines.append(ShellLine(text))
     return lines
+
+
+def _parse_or_refuse(text: str, where: str, shown: bool = True) -> None:
+    """``bash -n`` on ``text``; an error or a warning raises SpecError naming ``where`` (and quoting ``text``
+    when ``shown``)."""
+    check = subprocess.run(["bash", "-n", "-c", text], capture_output=True, text=True, timeout=30)
+    if check.returncode != 0 or check.stderr.strip():
+        detail = " ".join(check.stderr.split()).replace("bash: -c: ", "")
+        raise SpecError(f"{where}: not a shell line ({detail})" + (f": {text!r}" if shown else ""))
 
 
 def check_launcher(launcher: DictConfig) -> None:
@@ -100,10 +114,12 @@ def render_sbatch(run: ResolvedRun, sweep: str) -> str:
                              finalize=lambda value: value if isinstance(value, ShellLine) else shlex.quote(str(value)))
     template = env.from_string(TEMPLATE.read_text())
     options: List[Tuple[str, OptionValue]] = [(k.replace("_", "-"), v) for k, v in sbatch_options(launcher).items()]
-    return template.render(sweep=sweep, job_name=f"rlscale-{sweep}-{run.run.name}", log=f"{run_dir}/slurm-%j.out",
-                           signal_delay_s=int(launcher.signal_delay_s), options=options,
-                           setup=setup_commands(launcher), python=sys.executable, run_dir=run_dir,
-                           srun=job_tasks(launcher) > 1)
+    script = template.render(sweep=sweep, job_name=f"rlscale-{sweep}-{run.run.name}", log=f"{run_dir}/slurm-%j.out",
+                             signal_delay_s=int(launcher.signal_delay_s), options=options,
+                             setup=setup_commands(launcher), python=sys.executable, run_dir=run_dir,
+                             srun=job_tasks(launcher) > 1)
+    _parse_or_refuse(script, "launcher.setup (parsed with the job body)", shown=False)
+    return script
 
 
 def script_path(sweep: str, run_name: str, root: Path) -> Path:

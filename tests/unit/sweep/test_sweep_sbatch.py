@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -95,3 +97,46 @@ def test_newline_in_the_results_path_is_rejected(workdir):
     result = sweep("conf=loo", "--results", str(workdir / "res\ntouch pwned"), "--dry-run")
     assert result.exit_code == 2 and "--results" in result.output and "control character" in result.output
     assert not list(workdir.iterdir())
+
+
+@pytest.mark.parametrize("line, says", [("cat <<EOF", "here-document at line 1 delimited by end-of-file"),
+                                        ("module load cuda \\", "ends with a backslash")])
+def test_a_setup_line_that_would_swallow_the_job_body_is_one_line(workdir, line, says):
+    result = sweep("conf=loo", "launcher=slurm", f"launcher.setup=[{hydra_quote(line)}, 'echo after']", "--dry-run")
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    assert "launcher.setup[0]" in errors[0] and says in result.output
+    assert not (workdir / "results").exists() and not (workdir / "slurm").exists()
+
+
+def test_the_documented_setup_example_runs_with_its_variable_unset(workdir):
+    """docs/commands.md's `export HF_HOME=...` example, as written there, in a generated script run by bash with
+    SCRATCH unset: the line falls back to $HOME/hf and the job body still runs (its trainer exits 2 at once on
+    the missing config.yaml)."""
+    docs = (Path(__file__).parents[3] / "docs" / "commands.md").read_text()
+    example = re.search(r"`(export HF_HOME=[^`]*)`", docs).group(1)
+    assert "${SCRATCH:-" in example  # an unset SCRATCH has a fallback
+    result = sweep("conf=loo", "launcher=slurm", "--seeds", "1", "--dry-run",
+                   f"launcher.setup=[{hydra_quote(example)}, 'echo hf=$HF_HOME']")
+    assert result.exit_code == 0, result.output
+    script = workdir / "slurm/loo/scalerl.sbatch"
+    (workdir / "results/loo/scalerl/config.yaml").unlink()
+    env = {k: v for k, v in os.environ.items() if k != "SCRATCH"}
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert f"hf={os.environ['HOME']}/hf" in ran.stdout.splitlines(), ran.stdout + ran.stderr
+    assert ran.returncode == 2 and "no config.yaml" in ran.stderr
+
+
+def test_shell_expansions_in_setup_survive_config_yaml(tmp_path):
+    """A setup line's ${VAR:-x} is the shell's: composed, written to config.yaml and loaded again, it is the
+    text the user wrote (OmegaConf would otherwise read it as an interpolation and fail)."""
+    from omegaconf import OmegaConf
+
+    from rlscale.config.compose import compose_run_config, load_run_config
+
+    line = "export HF_HOME=${SCRATCH:-$HOME}/hf"
+    cfg = compose_run_config([f"launcher.setup=[{hydra_quote(line)}, {hydra_quote('cd $HOME')}]"])
+    assert list(cfg.launcher.setup) == [line, "cd $HOME"]
+    path = tmp_path / "config.yaml"
+    path.write_text(OmegaConf.to_yaml(cfg))
+    assert list(load_run_config(path).launcher.setup) == [line, "cd $HOME"]
