@@ -47,12 +47,17 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
 
 
 def finished(run_dir: Path, max_steps: int) -> bool:
-    """Whether nothing is left to train: status.json says done at ``max_steps`` and the checkpoint's seal
-    records that step."""
+    """Whether nothing is left to train: status.json says done, the checkpoint's seal records the step it
+    ended at, and that step is ``max_steps``, or the run stopped early (No-Positive-Resampling removed every
+    prompt) for a ``max_steps`` at least this one. A done run is final; only a larger ``max_steps``
+    (``extend_run``) trains it again."""
     from rlscale.train.checkpoint import sealed_step
 
     status = read_status(run_dir)
-    return status["state"] == RunState.DONE.value and status.get("step") == max_steps == sealed_step(run_dir)
+    if status["state"] != RunState.DONE.value or status.get("step") != sealed_step(run_dir):
+        return False
+    return status.get("step") == max_steps or (bool(status.get("stopped_early"))
+                                               and int(status.get("max_steps", -1)) >= max_steps)
 
 
 EXTEND_KEY = "trainer.max_steps"

@@ -227,7 +227,11 @@ class RunLoop:
             self.checkpoint()
         self.check_prune()
         while self.step < limit:
-            record = self.update()
+            try:
+                record = self.update()
+            except PoolExhausted:
+                self.checkpoint()  # the step it ends at is sealed: a rerun finds the run finished
+                raise
             metrics.append(record)
             self.watch_truncation(record["truncation_rate"])
             evaluated = self.step % t.eval_every == 0 or self.step in (t.max_steps, limit)
@@ -293,6 +297,7 @@ def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
                   sinks: Sequence[MetricsSink]) -> str:
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     loop = None
+    early = {}
     try:
         loop = RunLoop(cfg, run_dir, sinks)
         loop.run(stop_at)
@@ -305,6 +310,7 @@ def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
         state, reason = RunState.DIVERGED, str(err)
     except PoolExhausted as err:
         state, reason = RunState.DONE, f"stopped early: {err}"
+        early = {"stopped_early": True, "max_steps": cfg.trainer.max_steps}
     except (CheckpointError, MetricsWriteError, Refused, TrackerMissing) as err:  # one line says it all
         log.error("run failed: %s", err)
         state, reason = RunState.FAILED, str(err)
@@ -314,5 +320,5 @@ def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
     finally:
         if loop is not None:
             loop.close()
-    write_status(run_dir, state, reason, step=loop.step if loop else 0)
+    write_status(run_dir, state, reason, step=loop.step if loop else 0, **early)
     return state.value
