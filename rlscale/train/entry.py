@@ -14,7 +14,7 @@ from rlscale.runfolder.atomic import atomic_write_text
 from rlscale.runfolder.status import RunState, read_status, write_status
 
 
-RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt")
+RUN_FILES = ("metrics.jsonl", "status.json", ".status-reserve", "checkpoints/last.pt")
 
 
 def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool = False,

@@ -26,7 +26,8 @@ from rlscale.runfolder.errors import Refused
 from rlscale.runfolder.lock import FolderLock
 from rlscale.runfolder.metrics import MetricsLog, MetricsWriteError
 from rlscale.runfolder.process import host
-from rlscale.runfolder.status import RunState, prune_request, write_status
+from rlscale.runfolder.status import (RunState, prune_request, release_status_space, reserve_status_space,
+                                      write_status)
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.tasks.base import Problem
 from rlscale.tasks.mixture import part_of
@@ -296,6 +297,7 @@ def train(cfg: RunConfig, run_dir: Path, stop_at: Optional[int] = None,
 def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
                   sinks: Sequence[MetricsSink]) -> str:
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
+    reserve_status_space(run_dir)
     loop = None
     early = {}
     try:
@@ -321,4 +323,5 @@ def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
         if loop is not None:
             loop.close()
     write_status(run_dir, state, reason, step=loop.step if loop else 0, **early)
+    release_status_space(run_dir)
     return state.value
