@@ -137,6 +137,20 @@ def test_a_second_run_on_a_held_run_folder_refuses_naming_the_holder(finished):
         assert lock.took_over["pid"] == holder.pid
 
 
+def test_an_extension_of_a_held_run_folder_refuses_and_changes_nothing(finished):
+    """``--run-dir D trainer.max_steps=N`` while D trains: refused in one line before config.yaml is touched."""
+    holder = hold_lock(finished)
+    before = snapshot(finished)
+    try:
+        result = cli("run", "--run-dir", finished, "trainer.max_steps=14")
+        assert result.exit_code == 1
+        one_line_error(result, str(finished), f"pid {holder.pid}", "in use")
+        assert snapshot(finished) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_sweep_job_leaves_a_held_run_alone(finished):
     from rlscale.sweep.job import RunJob
 
