@@ -82,22 +82,25 @@ def extend_run(run_dir: Path, cfg: DictConfig, max_steps: int) -> DictConfig:
     """Give the run of ``run_dir`` (whose validated config is ``cfg``) ``max_steps`` steps: its config.yaml gets
     the new count (written atomically, nothing else touched) and the next train_run_dir continues the curve from
     the last checkpoint; returns ``cfg`` with that count. Raises ConfigError, writing nothing, below the step the
-    run has reached or for a run that has trained but kept no checkpoint to continue from."""
+    run has reached or for a run that has trained but kept no checkpoint to continue from, and FolderBusy
+    (``Refused``), writing nothing, while another process holds the run folder."""
+    from rlscale.runfolder.lock import FolderLock
     from rlscale.train.checkpoint import sealed_step
 
     path = Path(run_dir) / "config.yaml"
-    raw = OmegaConf.load(path)
-    sealed = sealed_step(run_dir)
-    reached = max(int(read_status(run_dir).get("step") or 0), sealed or 0)
-    where = f"override {EXTEND_KEY}={max_steps}"
-    if max_steps < max(reached, 1):
-        raise ConfigError(f"{where}: {run_dir} has reached step {reached}; {EXTEND_KEY} can only grow")
-    if reached and sealed is None:
-        raise ConfigError(f"{where}: {run_dir} has no checkpoint to continue from (it reached step {reached}); "
-                          "--force starts it over")
-    if int(raw.trainer.max_steps) != max_steps:
-        raw.trainer.max_steps = max_steps
-        atomic_write_text(path, OmegaConf.to_yaml(raw))
+    with FolderLock(run_dir, "run folder"):  # a folder another process trains is refused before this write
+        raw = OmegaConf.load(path)
+        sealed = sealed_step(run_dir)
+        reached = max(int(read_status(run_dir).get("step") or 0), sealed or 0)
+        where = f"override {EXTEND_KEY}={max_steps}"
+        if max_steps < max(reached, 1):
+            raise ConfigError(f"{where}: {run_dir} has reached step {reached}; {EXTEND_KEY} can only grow")
+        if reached and sealed is None:
+            raise ConfigError(f"{where}: {run_dir} has no checkpoint to continue from (it reached step {reached}); "
+                              "--force starts it over")
+        if int(raw.trainer.max_steps) != max_steps:
+            raw.trainer.max_steps = max_steps
+            atomic_write_text(path, OmegaConf.to_yaml(raw))
     extended = cfg.copy()
     with read_write(extended):
         extended.trainer.max_steps = max_steps
