@@ -3,11 +3,15 @@ resume needs to reproduce the uninterrupted run: weights, optimizer, RNG states,
 the curriculum's pass-rate history, pending off-policy batches, compute so far, and the size of
 metrics.jsonl at that step (lines written after it are cut on resume, then written again identically).
 
-The file is ``torch.save``'s payload followed by a seal: a JSON record of the payload's sha256 and the
+The file is ``torch.save``'s payload followed by a seal: a JSON record of the payload's sha256, the
 run it belongs to (``RunIdentity``: the hash of its config less the fields a resume may change, its seed,
-its folder's name) and the step, then the record's length and ``SEAL_MAGIC``. Every load checks the seal
-first: a file without one (truncated, or written by an older rlscale), with a payload whose checksum
-differs (damaged) or of another run is refused with one line naming the file, before anything is written.
+its folder's name), the step, and the history it was taken in (``LogPrefix``: the size and sha256 of
+metrics.jsonl and samples.jsonl at that step), then the record's length and ``SEAL_MAGIC``. Every load checks
+the seal first: a file without one (truncated, or written by an older rlscale), with a payload whose checksum
+differs (damaged), of another run, or of another history of the same run (a checkpoint copied from another
+results tree: the folder's logs are shorter than it says, or begin otherwise) is refused with one line naming
+the file, before anything is written. A resume thus cuts the logs only at the line end the checkpoint
+recorded, and says how many lines it removed.
 A kill while writing leaves a temporary ``.last.pt.*.tmp``; the next run of the folder removes it
 (``remove_stale_temporaries``).
 
@@ -38,6 +42,7 @@ SEAL_TAIL = 8 + len(SEAL_MAGIC)  # the seal record's length (8 bytes, big-endian
 # where and how it is launched and tracked (they change no weight).
 RESUMABLE = ("out", "cache_dir", "seed", "trainer.max_steps", "launcher", "logger")
 _CHUNK = 1 << 20
+LOGS = ("metrics.jsonl", "samples.jsonl")  # the run's append-only logs, cut back to a checkpoint on resume
 _KEPT = "metrics.jsonl kept; restore the file or start over with --force"
 
 
@@ -82,12 +87,30 @@ class RunIdentity:
 
 
 @dataclass(frozen=True)
+class LogPrefix:
+    """One of the run's logs (``LOGS``) as it was when a checkpoint was taken: its size and the sha256 of its
+    bytes."""
+
+    name: str
+    size: int
+    sha256: str
+
+    @classmethod
+    def of(cls, run_dir: Path, name: str) -> "LogPrefix":
+        path = Path(run_dir) / name
+        size = path.stat().st_size if path.exists() else 0
+        return cls(name=name, size=size, sha256=_file_prefix_sha256(path, size))
+
+
+@dataclass(frozen=True)
 class Seal:
-    """The record after a checkpoint's payload: its checksum, its run and its step."""
+    """The record after a checkpoint's payload: its checksum, its run, its step and its history (none in
+    seals of older rlscale)."""
 
     sha256: str
     identity: RunIdentity
     step: int
+    history: Tuple[LogPrefix, ...] = ()
 
     def to_bytes(self) -> bytes:
         record = json.dumps(asdict(self), sort_keys=True).encode()
@@ -95,23 +118,25 @@ class Seal:
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Seal":
-        return cls(sha256=str(data["sha256"]), identity=RunIdentity(**data["identity"]), step=int(data["step"]))
+        return cls(sha256=str(data["sha256"]), identity=RunIdentity(**data["identity"]), step=int(data["step"]),
+                   history=tuple(LogPrefix(**entry) for entry in data.get("history", ())))
 
 
 def save_checkpoint(run_dir: Path, state: Dict[str, Any], identity: RunIdentity) -> None:
     path = Path(run_dir) / CHECKPOINT
+    history = tuple(LogPrefix.of(run_dir, name) for name in LOGS)
     try:
-        atomic_write(path, lambda tmp: _save(state, identity, tmp))
+        atomic_write(path, lambda tmp: _save(state, identity, history, tmp))
     except (OSError, RuntimeError) as err:
         raise CheckpointError(f"{path}: cannot write the checkpoint: {_cause(err)}") from None
 
 
-def _save(state: Dict[str, Any], identity: RunIdentity, tmp: Path) -> None:
+def _save(state: Dict[str, Any], identity: RunIdentity, history: Tuple[LogPrefix, ...], tmp: Path) -> None:
     with open(tmp, "w+b") as fh:  # a Python file: a failed write leaves its OSError (errno) in the chain
         torch.save(state, fh)
         size = fh.tell()
         fh.seek(0)
-        seal = Seal(sha256=_sha256(fh, size), identity=identity, step=int(state["step"]))
+        seal = Seal(sha256=_sha256(fh, size), identity=identity, step=int(state["step"]), history=history)
         fh.seek(size)
         fh.write(seal.to_bytes())
 
@@ -126,6 +151,15 @@ def _sha256(fh: BinaryIO, size: int) -> str:
         digest.update(chunk)
         size -= len(chunk)
     return digest.hexdigest() if size == 0 else ""
+
+
+def _file_prefix_sha256(path: Path, size: int) -> str:
+    """The sha256 of the first ``size`` bytes of ``path`` ("" when it holds fewer; of nothing when absent
+    and ``size`` is 0)."""
+    if not path.exists():
+        return hashlib.sha256().hexdigest() if size == 0 else ""
+    with open(path, "rb") as fh:
+        return _sha256(fh, size)
 
 
 def _cause(err: BaseException) -> str:
@@ -192,6 +226,14 @@ def verify_checkpoint(run_dir: Path, identity: RunIdentity) -> Optional[Seal]:
     if differences:
         raise ResumeRefused(f"{path} (step {seal.step}) belongs to another run ({'; '.join(differences)}); nothing "
                             "changed; move it away or start over with --force")
+    for log in seal.history:
+        now = LogPrefix.of(run_dir, log.name)
+        if now.size < log.size or _file_prefix_sha256(Path(run_dir) / log.name, log.size) != log.sha256:
+            held = (f"holds {now.size} bytes, fewer than the {log.size} it was taken with" if now.size < log.size
+                    else f"begins with other bytes than the {log.size} it was taken with")
+            raise ResumeRefused(f"{path} (step {seal.step}) belongs to another history of this run: "
+                                f"{Path(run_dir) / log.name} {held} (a checkpoint copied from another results "
+                                "folder?); nothing changed; move it away or start over with --force")
     return seal
 
 

@@ -47,11 +47,16 @@ def file_size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
-def cut_back(path: Path, size: int) -> None:
-    """Truncate an append-only log to ``size`` bytes (its size at the checkpoint)."""
-    if file_size(path) > size:
-        with open(path, "r+b") as fh:
-            fh.truncate(size)
+def cut_back(path: Path, size: int) -> int:
+    """Truncate an append-only log to ``size`` bytes (its size at the checkpoint, a line end); return the
+    number of lines removed (a torn last line counts as one)."""
+    if file_size(path) <= size:
+        return 0
+    with open(path, "r+b") as fh:
+        fh.seek(size)
+        tail = fh.read()
+        fh.truncate(size)
+    return tail.count(b"\n") + (not tail.endswith(b"\n"))
 
 
 class Diverged(RuntimeError):
@@ -172,8 +177,11 @@ class RunLoop:
         c.source.load_state_dict(ckpt["source"])
         c.meter.load_state_dict(ckpt["compute"])
         self.step = ckpt["step"]
-        cut_back(self.metrics_path, ckpt["metrics_bytes"])  # lines after the checkpoint are produced again
-        cut_back(self.samples_path, ckpt.get("samples_bytes", 0))
+        for path, size in ((self.metrics_path, ckpt["metrics_bytes"]), (self.samples_path, ckpt.get("samples_bytes", 0))):
+            removed = cut_back(path, size)  # lines after the checkpoint are produced again
+            if removed:
+                log.info("resumed at step %d: removed the %d line(s) of %s written after that checkpoint; they are "
+                         "written again", self.step, removed, path.name)
         c.source.after_update(c.model, self.step)
         return True
 

@@ -545,6 +545,39 @@ def test_a_checkpoint_of_another_run_folder_is_refused(finished):
     assert state_of(copy) == "done"
 
 
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory, cache) -> dict:
+    """Checkpoints of another history of ``trained``'s run: the same config, seed and folder name, trained in
+    another results folder; its checkpoint at step 3, then at step 5 (extended)."""
+    run_dir = tmp_path_factory.mktemp("elsewhere") / "run"
+    kept = tmp_path_factory.mktemp("elsewhere-checkpoints")
+    done = rlscale("run", f"out={run_dir}", f"cache_dir={cache}", *TINY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.copy(run_dir / "checkpoints" / "last.pt", kept / "step3.pt")
+    done = rlscale("run", "--run-dir", run_dir, "trainer.max_steps=5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.copy(run_dir / "checkpoints" / "last.pt", kept / "step5.pt")
+    return {3: kept / "step3.pt", 5: kept / "step5.pt"}
+
+
+@pytest.mark.parametrize("step, words", [(5, "fewer than"), (3, "it was taken with")])
+def test_a_checkpoint_of_another_history_of_the_run_is_refused(finished, elsewhere, step, words):
+    """A checkpoint copied from another results folder whose run has the same config, seed and folder name:
+    a later one (step 5) would leave steps 4-5 missing, the one of the same step another run's lines (their
+    timings differ, so the sizes or the bytes do); both are refused before anything changes, and metrics.jsonl
+    still ends at a line end."""
+    extend(finished, 6)
+    checkpoint = finished / "checkpoints" / "last.pt"
+    shutil.copy(elsewhere[step], checkpoint)
+    before = snapshot(finished)
+    result = cli("run", "--run-dir", finished)
+    assert result.exit_code == 1
+    one_line_error(result, f"{checkpoint} (step {step}) belongs to another history of this run",
+                   str(finished / "metrics.jsonl"), words)
+    assert snapshot(finished) == before
+    assert (finished / "metrics.jsonl").read_bytes().endswith(b"\n")
+
+
 def tensor_bytes(checkpoint: Path) -> int:
     """The offset of the largest tensor's data inside ``checkpoint`` (a torch.save zip)."""
     import zipfile
