@@ -8,11 +8,13 @@ the plan (plan.json) and its check against later runs (confirm.json) when they a
 from __future__ import annotations
 
 import base64
+import os
 import datetime as dt
 from pathlib import Path
 from typing import Dict, Tuple
 
 import jinja2
+import markupsafe
 
 from rlscale.fit.compare import table_family
 from rlscale.fit.results import axis_label
@@ -24,16 +26,28 @@ from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.content import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
 from rlscale.report.ranking import by_seed, details, notes, p_text, points_text, rank_text
 from rlscale.report.summary import summarize
+from rlscale.runfolder.names import printable
 
 TEMPLATES = Path(__file__).parent / "templates"
 # (sweep, kind) -> PNG bytes of that figure; sweep "" for figures across sweeps.
 Images = Dict[Tuple[str, str], bytes]
 
 
+def printable_value(value):
+    """Every value the page prints, with control characters and undecodable bytes of folder and variant
+    names written as \\x.. escapes (rlscale.runfolder.names.printable); markup stays markup."""
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(printable(value, layout=True))
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    return printable(value, layout=True) if isinstance(value, str) else value
+
+
 def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx: bool = False) -> str:
     """The page as a string. ``colors`` maps each run's anchor to its colour in the figures."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=printable_value)
     env.filters.update(num=num, ci=ci, signed_ci=signed_ci, axis_label=axis_label)
     env.globals.update(by_seed=by_seed, details=details, notes=notes, points_text=points_text, rank_text=rank_text,
                        plan_notes=plan_notes, plan_title=plan_title, new_seeds_header=new_seeds_header,

@@ -19,6 +19,7 @@ MAX_NAME = 128
 RESERVED = frozenset({"sweep.json", "fits.json", "fits.csv", "comparison.csv", "report.html", "config.yaml",
                       "metrics.jsonl", "status.json", "checkpoints"})
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNPRINTABLE_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # tab and newline kept
 
 
 def name_problem(name: Any) -> Optional[str]:
@@ -32,11 +33,13 @@ def name_problem(name: Any) -> Optional[str]:
     return None
 
 
-def printable(text: str) -> str:
+def printable(text: str, layout: bool = False) -> str:
     """``text`` with control characters (escape sequences, newlines) written as \\x.. escapes, and a byte that
     was not UTF-8 in a folder name (decoded by Python as a lone surrogate) as the \\x.. of that byte: the
-    result can be printed, encoded as UTF-8 and drawn in a figure."""
-    return _UNPRINTABLE.sub(lambda m: _escape(ord(m.group())), str(text))
+    result can be printed, encoded as UTF-8 and drawn in a figure. ``layout``: tabs and newlines stay (text of
+    several lines, such as a completion on a page)."""
+    pattern = _UNPRINTABLE_BUT_LAYOUT if layout else _UNPRINTABLE
+    return pattern.sub(lambda m: _escape(ord(m.group())), str(text))
 
 
 def printable_tree(obj: Any) -> Any:

@@ -479,6 +479,20 @@ def test_folder_names_are_shown_escaped(tmp_path):
         assert "[bold]x" in result.output, (args, result.output)
 
 
+def test_the_report_page_writes_no_control_character_nor_undecodable_byte(tmp_path):
+    """Folder names with CR, ESC and BEL and a byte that is not UTF-8: every field of the page (the folder,
+    the ranking notes, the tables) shows them as \\x.. escapes, never as raw bytes or a \\udc.. surrogate."""
+    root = synthetic_results(tmp_path / "results", ("a\rb\x1bc\x07d", os.fsdecode(b"bad\xffname")))
+    assert cli("fit", root, "--n-boot", "0").exit_code == 0
+    result = cli("report", root, "--html")
+    assert result.exit_code == 0, result.output
+    page = (root / "report.html").read_bytes()
+    for raw in (b"\r", b"\x1b", b"\x07", b"\\udcff", b"\xed\xb3\xbf"):
+        assert raw not in page, raw
+    assert b"a\\x0db\\x1bc\\x07d" in page and b"bad\\xffname" in page
+    assert page.count(b"\\xff") >= 2  # the folder field and the ranking row
+
+
 def test_run_rejects_a_variant_that_would_leave_the_results_folder(workdir):
     result = cli("run", "variant=../../x")
     assert result.exit_code == 2
