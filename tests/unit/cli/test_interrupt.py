@@ -23,7 +23,7 @@ def test_ctrl_c_during_fit_prints_one_line_and_exits_130(tmp_path):
         x, y = synthetic_curve(TABLE1["scalerl"], 60, 0.01, np.random.default_rng(seed))
         write_run(tmp_path / "results" / "sweep" / f"base_s{seed}", x, y, seed=seed)
     proc = subprocess.Popen([sys.executable, "-m", "rlscale.cli", "fit", str(tmp_path / "results"), "--n-boot",
-                             "2000000", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "2000000", "--force", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=_interruptible)
     started = proc.stderr.readline()  # the first line comes once the runs are read: past the imports
     assert started.startswith("fitting 4 runs under"), started
