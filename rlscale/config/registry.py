@@ -21,7 +21,8 @@ What each axis's factories are called with:
   annotation of ``cfg``;
 - length: ``(rewards, lengths, correct, cfg: LengthConfig) -> rewards`` (the reward shaping; the generators
   read ``interruption`` themselves), its config class the annotation of ``cfg``;
-- offpolicy: ``(cfg: RunConfig, sampler, model, run_dir) -> RolloutSource``;
+- offpolicy: ``(cfg: OffpolicyConfig, inputs: SourceInputs) -> RolloutSource``, its config class the annotation
+  of ``cfg`` (``rlscale.train.offpolicy.configs``, named by each option too);
 - model: ``(cfg: RunConfig, task) -> (model, tokenizer)``, the tokenizer's ``think`` saying whether the model
   knows a thinking turn;
 - task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class (``mixture`` builds its parts so);
@@ -60,10 +61,12 @@ LENGTH = Axis("length.name", "rlscale.rl.length:LENGTHS", group="length",  # the
               config=("cfg", "rlscale.rl.length:LengthConfig"))
 OFFPOLICY = Axis("offpolicy.name", {
     "pipeline": Option("PipelineRL-k: streaming generators, weights updated in flight (ScaleRL, Sec. 3.1)",
-                       "rlscale.train.offpolicy.pipeline:PipelineSource.from_config"),
+                       "rlscale.train.offpolicy.pipeline:PipelineSource.from_config",
+                       "rlscale.train.offpolicy.configs:PipelineConfig"),
     "ppo": Option("PPO-off-policy-k: k batches generated with one policy, then k updates (Section-2 baseline, "
-                  "Sec. 3.1)", "rlscale.train.offpolicy.ppo:PPOOffPolicySource.from_config"),
-}, group="offpolicy")
+                  "Sec. 3.1)", "rlscale.train.offpolicy.ppo:PPOOffPolicySource.from_config",
+                  "rlscale.train.offpolicy.configs:PPOConfig"),
+}, group="offpolicy", config=("cfg", "rlscale.train.offpolicy.configs:OffpolicyConfig"))
 MODEL = Axis("model.name", {
     "tiny": Option("a small Llama with a character tokenizer, warmed up by a cached supervised phase",
                    "rlscale.engines.models.tiny_model:tiny_policy"),
@@ -119,7 +122,7 @@ LOGGER_MODE = Axis("logger.mode", {  # passed to W&B
     "disabled": Option("W&B does nothing"),
 })
 
-TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH)
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY)
 """The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)

@@ -159,32 +159,6 @@ class GenerationConfig:
     temperature: float = knob(1.0, "sampling temperature of training and eval generations", gt=0)
 
 
-@dataclass
-class OffpolicyConfig:
-    """How generation and training interleave. Each mode has its own k: PPO-off-policy-k's k is a batch count,
-    PipelineRL-k's a bound on staleness."""
-
-    name: str = knob("pipeline", "the off-policy algorithm", "Sec. 3.1")
-    batches_per_version: int = knob(2, "ppo: PPO-off-policy-k's k, the batches generated with one policy version "
-                                    "before k updates of one batch each, so a batch is 0..k-1 versions stale (0 or 1: "
-                                    "on-policy). Paper: 8 (4 and 8 equal); scaled down for the embedded default's "
-                                    "short runs", "Sec. 3.1", ge=0)
-    max_lag: int = knob(2, "pipeline: PipelineRL-k's k, the most versions a trained token's sampling policy may lag "
-                        "the trainer: generators wait when k + 1 batches ahead (0: on-policy). Paper: 8; scaled "
-                        "down for the embedded default's short runs (at 8 a 60-step tiny run dips below R0 first)",
-                        "Sec. 3.1", ge=0)
-    num_generators: int = knob(1, "pipeline: generator processes beside the trainer (on GPU machines on the GPUs "
-                                  "after the trainer's)", gt=0)
-    queue_size: int = knob(4, "pipeline: finished chunks waiting for the trainer at most; a full queue stalls the "
-                           "generators", gt=0)
-    update_every_tokens: int = knob(16, "pipeline: 0 = a generator takes new weights at its next decode step after "
-                                    "they are published, the paper's \"as soon as an update finishes\" (which version "
-                                    "samples which token then depends on timing); N > 0 = scheduled in-flight updates: "
-                                    "a chunk issued at version v samples decode step s with version v + s // N, so one "
-                                    "seed gives one curve, a resumed run included. On GPUs pass 0 or about the decode "
-                                    "steps a generator makes during one update", "Sec. 3.1", ge=0)
-
-
 OFFPOLICY_K = OFFPOLICY.table({"pipeline": "offpolicy.max_lag", "ppo": "offpolicy.batches_per_version"})
 """The field holding each off-policy mode's k (Sec. 3.1)."""
 
@@ -326,7 +300,7 @@ class RunConfig:
     curriculum: Any = option_default(CURRICULUM, "no_positive_resampling")
     length: Any = option_default(LENGTH, "interruption")
     generation: GenerationConfig = field(default_factory=GenerationConfig)
-    offpolicy: OffpolicyConfig = field(default_factory=OffpolicyConfig)
+    offpolicy: Any = option_default(OFFPOLICY, "pipeline", "Sec. 3.1")
     batch: BatchConfig = field(default_factory=BatchConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
@@ -341,16 +315,30 @@ class RunConfig:
                     "results root")
     cache_dir: str = knob("~/.cache/rlscale",
                           "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
+    unread: Dict[str, Dict[str, Any]] = knob({}, "section -> knob -> value: what a config.yaml of one flat section "
+                                             "per axis held, off its default, for an option that never read it "
+                                             "(``offpolicy.batches_per_version: 8`` beside offpolicy=pipeline), "
+                                             "filled in as such a file is read and kept only for the run's "
+                                             "identity (``FLAT_DEFAULTS``); empty in a config composed now")
 
 
 FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "loss": {"eps_low": 0.2, "eps_high": 0.28, "cispo_cap": 4.0},
     "length": {"window": [20, 24], "l_max": 32, "l_cache": 5},
-    "curriculum": {"threshold": 0.9, "window": 1}}
+    "curriculum": {"threshold": 0.9, "window": 1},
+    "offpolicy": {"batches_per_version": 2, "max_lag": 2, "num_generators": 1, "queue_size": 4,
+                  "update_every_tokens": 16}}
 """The knobs that config.yaml files of one flat section per axis wrote for every option, at the defaults they had
 there. A written file's knob that its option does not have is one of these, never read by that option: it is dropped
-when the file is read (``rlscale.config.compose``); wherever configs are compared or hashed, a section lacking one
-reads it at this default (``without_default_sections``), so those run folders keep their identity and resume."""
+from its section when the file is read (``rlscale.config.compose``), and kept in ``RunConfig.unread`` when it is off
+this default (a sweep's shared ``offpolicy.batches_per_version=8`` beside offpolicy=pipeline); wherever configs are
+compared or hashed, a section lacking one reads it from ``unread``, else at this default
+(``without_default_sections``), so those run folders keep their identity and resume."""
+
+FLAT_UNREAD = ("offpolicy",)
+"""The sections of ``FLAT_DEFAULTS`` whose knobs no other option ever read, at any value: a written file's knob that
+its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
+``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""
 
 ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks", "engine.activation_checkpointing")
 """Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
@@ -360,12 +348,14 @@ schema fills them in), and wherever configs are compared or hashed one at its de
 
 def without_default_sections(fields: Dict[str, Any]) -> Dict[str, Any]:
     """``fields`` (a whole config as nested dicts) less each ``ABSENT_AS_DEFAULT`` section or field that equals its
-    default; each section typed by its option reads the ``FLAT_DEFAULTS`` knobs it lacks at their defaults."""
+    default; each section typed by its option reads the ``FLAT_DEFAULTS`` knobs it lacks at their defaults, or at the
+    value ``unread`` kept for it (which itself is left out)."""
     defaults = asdict(RunConfig())
     kept = dict(fields)
+    unread = kept.pop("unread", None) or {}
     for axis in TYPED_BY_OPTION:
         if isinstance(kept.get(axis.section), dict):
-            kept[axis.section] = {**FLAT_DEFAULTS[axis.section], **kept[axis.section]}
+            kept[axis.section] = {**FLAT_DEFAULTS[axis.section], **unread.get(axis.section, {}), **kept[axis.section]}
     for dotted in ABSENT_AS_DEFAULT:
         section, _, leaf = dotted.rpartition(".")
         into, default = (kept, defaults) if not section else (dict(kept.get(section, {})), defaults[section])

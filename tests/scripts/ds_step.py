@@ -24,7 +24,7 @@ import torch
 
 from rlscale.config.schema import BatchConfig, EngineConfig, GenerationConfig, ModelConfig, OptimConfig, RunConfig
 from rlscale.core.types import TrainBatch
-from rlscale.engines.learners.build import LearnerSettings
+from rlscale.train.components import learner_settings_of
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.rl import aggregation_weights, compute_advantages
 from rlscale.rl.advantages import by_batch
@@ -83,7 +83,7 @@ def snapshot(model) -> dict:
 
 
 def build_learner(kind: str, cfg: RunConfig, model):
-    settings = LearnerSettings.of(cfg)
+    settings = learner_settings_of(cfg)
     if settings.checkpointing:
         settings = replace(settings, head_chunk=LONG_HEAD_CHUNK)
     ref_model = copy.deepcopy(model).eval()

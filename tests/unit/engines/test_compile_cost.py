@@ -100,7 +100,7 @@ def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     sampled sequence is longer than that."""
     from rlscale.config import compose_run_config, typed
     from rlscale.engines.generators.torch_generator import TorchGenerator
-    from rlscale.engines.learners.build import LearnerSettings
+    from rlscale.train.components import learner_settings_of
     from rlscale.engines.learners.torch_learner import TorchLearner
     from rlscale.train.components import build_task, longest_sequence
 
@@ -115,5 +115,5 @@ def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     assert longest == max(map(len, prompts)) + generator.max_new_tokens
     completions = generator.generate(prompts, torch.Generator().manual_seed(3))
     assert max(len(c.prompt_ids) + len(c.tokens) for c in completions) <= longest
-    learner = TorchLearner(LearnerSettings.of(cfg, max_width=longest), model)
+    learner = TorchLearner(learner_settings_of(cfg, max_width=longest), model)
     assert {learner.padded_width(w) for w in range(1, longest + 1)} == {length_bucket(longest)}

@@ -20,7 +20,7 @@ from torch._dynamo.callback import callback_handler
 
 from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
 from rlscale.core.types import TrainBatch
-from rlscale.engines.learners.build import LearnerSettings
+from rlscale.train.components import learner_settings_of
 from rlscale.engines.learners.torch_learner import TorchLearner, length_bucket
 from rlscale.engines.models.policy import SelectedLogprobs, token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
@@ -100,8 +100,8 @@ def test_compiled_learner_updates_like_the_eager_learner(long_sequence):
     eager_model = tiny_model()
     compiled_model = copy.deepcopy(eager_model)
     cfg = RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0), batch=BatchConfig(micro_batch=2))
-    eager = TorchLearner(LearnerSettings.of(cfg), eager_model)
-    settings = LearnerSettings.of(cfg, compiled=True, checkpointing=long_sequence)
+    eager = TorchLearner(learner_settings_of(cfg), eager_model)
+    settings = learner_settings_of(cfg, compiled=True, checkpointing=long_sequence)
     compiled = TorchLearner(replace(settings, head_chunk=20) if long_sequence else settings, compiled_model)
     compilations: list = []
     callback_handler.register_start_callback(compilations.append)
@@ -131,8 +131,8 @@ def test_compiled_learner_updates_like_the_eager_learner(long_sequence):
 def test_the_layers_of_a_compiled_learner_share_one_graph():
     """Compiled by regions, a deeper model compiles no more graphs than a shallow one: Dynamo traces one
     decoder layer for all of them (a warm second run of a 30-layer model traces one layer, not 30)."""
-    settings = LearnerSettings.of(RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)),
-                                  compiled=True, max_width=32)
+    settings = learner_settings_of(RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)),
+                                   compiled=True, max_width=32)
     counts = []
     for layers in (2, 6):
         torch._dynamo.reset()  # a fresh process's compile state
