@@ -29,7 +29,8 @@ What each axis's factories are called with:
 - engine.generator: ``(settings: GeneratorSettings, model, tok, device) -> Generator``;
 - engine.learner: ``(settings: LearnerSettings, model, ref_model) -> Learner``;
 - engine.device: ``() -> torch.device``;
-- logger: ``(cfg: RunConfig, run_dir) -> MetricsSink or None``.
+- logger: ``(cfg: LoggerConfig, run: TrackedRun) -> MetricsSink or None``, its config class the one each option
+  names (``rlscale.tracking.sinks``).
 """
 from __future__ import annotations
 
@@ -110,19 +111,21 @@ LAUNCHER = Axis("launcher.name", {  # read by rlscale.sweep.dispatch
     "slurm": Option("submitit SLURM job arrays (or the generated sbatch scripts)"),
 }, group="launcher")
 LOGGER = Axis("logger.name", {
-    "none": Option("metrics.jsonl only", "rlscale.tracking.sinks:no_tracker"),
+    "none": Option("metrics.jsonl only", "rlscale.tracking.sinks:no_tracker", "rlscale.tracking.sinks:LoggerConfig"),
     "tensorboard": Option("every metrics line mirrored to TensorBoard event files",
-                          "rlscale.tracking.sinks:tensorboard_sink"),
-    "wandb": Option("every metrics line mirrored to Weights & Biases", "rlscale.tracking.sinks:WandbSink"),
-    "mlflow": Option("every metrics line mirrored to MLflow", "rlscale.tracking.sinks:MlflowSink"),
-}, group="logger")
-LOGGER_MODE = Axis("logger.mode", {  # passed to W&B
+                          "rlscale.tracking.sinks:tensorboard_sink", "rlscale.tracking.sinks:TensorboardConfig"),
+    "wandb": Option("every metrics line mirrored to Weights & Biases", "rlscale.tracking.sinks:WandbSink",
+                    "rlscale.tracking.sinks:WandbConfig"),
+    "mlflow": Option("every metrics line mirrored to MLflow", "rlscale.tracking.sinks:MlflowSink",
+                     "rlscale.tracking.sinks:MlflowConfig"),
+}, group="logger", config=("cfg", "rlscale.tracking.sinks:LoggerConfig"))
+LOGGER_MODE = Axis("logger.mode", {  # passed to W&B; only logger=wandb has the field
     "offline": Option("W&B writes locally"),
     "online": Option("W&B syncs to its server"),
     "disabled": Option("W&B does nothing"),
 })
 
-TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY)
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY, LOGGER)
 """The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from rlscale.config.axis import Axis
-from rlscale.config.registry import CURRICULUM, LENGTH, LOSS, OFFPOLICY, TYPED_BY_OPTION
+from rlscale.config.registry import CURRICULUM, LENGTH, LOGGER, LOSS, OFFPOLICY, TYPED_BY_OPTION
 from rlscale.knobs import knob
 
 MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
@@ -275,17 +275,6 @@ class LauncherConfig:
 
 
 @dataclass
-class LoggerConfig:
-    """Experiment tracking: every metrics.jsonl line mirrored to a tracker (``rlscale.tracking``)."""
-
-    name: str = knob("none", "the tracker")
-    dir: Optional[str] = knob(None, "TensorBoard's log folder or MLflow's tracking URI (default: tensorboard/ or "
-                              "mlruns/ in the run folder)")
-    project: str = knob("rlscale", "the W&B project or MLflow experiment")
-    mode: str = knob("offline", "W&B's mode")
-
-
-@dataclass
 class RunConfig:
     """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
 
@@ -307,7 +296,7 @@ class RunConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    logger: Any = option_default(LOGGER, "none", "")
     seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling", ge=0, le=MAX_SEED)
     sweep: str = knob("default", "the sweep the run belongs to (its results folder)")
     variant: str = knob("run", "the run's name within its sweep")
@@ -326,6 +315,7 @@ FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "loss": {"eps_low": 0.2, "eps_high": 0.28, "cispo_cap": 4.0},
     "length": {"window": [20, 24], "l_max": 32, "l_cache": 5},
     "curriculum": {"threshold": 0.9, "window": 1},
+    "logger": {"dir": None, "project": "rlscale", "mode": "offline"},
     "offpolicy": {"batches_per_version": 2, "max_lag": 2, "num_generators": 1, "queue_size": 4,
                   "update_every_tokens": 16}}
 """The knobs that config.yaml files of one flat section per axis wrote for every option, at the defaults they had
@@ -335,7 +325,7 @@ this default (a sweep's shared ``offpolicy.batches_per_version=8`` beside offpol
 compared or hashed, a section lacking one reads it from ``unread``, else at this default
 (``without_default_sections``), so those run folders keep their identity and resume."""
 
-FLAT_UNREAD = ("offpolicy",)
+FLAT_UNREAD = ("offpolicy", "logger")
 """The sections of ``FLAT_DEFAULTS`` whose knobs no other option ever read, at any value: a written file's knob that
 its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
 ``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""

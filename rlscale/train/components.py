@@ -6,7 +6,7 @@ configured choice, imported only when chosen."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -29,6 +29,7 @@ from rlscale.rl.aggregation import Denominator
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.tasks.mixture import MixtureTask, Part
+from rlscale.tracking.sinks import TrackedRun
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.evaluate import DownstreamEval
 from rlscale.train.offpolicy.source import SourceInputs
@@ -194,6 +195,11 @@ def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) 
     inputs = SourceInputs(sampler, model, Path(run_dir), generator_settings(cfg), cfg.batch,
                           cfg.launcher.generator_tasks)
     return OFFPOLICY.load(cfg.offpolicy.name)(cfg.offpolicy, inputs)
+
+
+def tracked_run(cfg: RunConfig, run_dir: Path) -> TrackedRun:
+    """The run an experiment tracker follows (``logger=``): its name, folder and config as plain data."""
+    return TrackedRun(f"{cfg.sweep}/{cfg.variant}", Path(run_dir), asdict(cfg))
 
 
 def build_components(cfg: RunConfig, run_dir: Path) -> Components:

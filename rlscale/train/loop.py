@@ -35,7 +35,7 @@ from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, RunIdentity, check_resumable,
                                       load_checkpoint, remove_stale_temporaries, save_checkpoint)
 from rlscale.train.components import (Components, build_components, build_follower_learner, follower_rank,
-                                      serve_generator_task)
+                                      serve_generator_task, tracked_run)
 from rlscale.train.evaluate import evaluate
 from rlscale.train.ranks import split_generator_tasks
 
@@ -135,7 +135,7 @@ class RunLoop:
         self.startup_s: float | None = None
         self.run_dir = Path(run_dir)
         self.identity = RunIdentity.of(cfg, self.run_dir)
-        tracker = open_tracker(cfg, self.run_dir)
+        tracker = open_tracker(cfg.logger, tracked_run(cfg, self.run_dir))
         self.sinks = (*sinks, *([tracker] if tracker is not None else []))
         self.cfg = cfg
         self.comps = build_components(cfg, self.run_dir)
