@@ -107,9 +107,10 @@ DEVICE = Axis("engine.device", {
     "cuda": Option("the GPU(s) of this process", "rlscale.train.components:cuda_device"),
 })
 LAUNCHER = Axis("launcher.name", {  # read by rlscale.sweep.dispatch
-    "local": Option("submitit's local executor on this machine"),
-    "slurm": Option("submitit SLURM job arrays (or the generated sbatch scripts)"),
-}, group="launcher")
+    "local": Option("submitit's local executor on this machine", config="rlscale.sweep.launchers:LocalConfig"),
+    "slurm": Option("submitit SLURM job arrays (or the generated sbatch scripts)",
+                    config="rlscale.sweep.launchers:SlurmConfig"),
+}, group="launcher", config=("cfg", "rlscale.sweep.launchers:LauncherConfig"))
 LOGGER = Axis("logger.name", {
     "none": Option("metrics.jsonl only", "rlscale.tracking.sinks:no_tracker", "rlscale.tracking.sinks:LoggerConfig"),
     "tensorboard": Option("every metrics line mirrored to TensorBoard event files",
@@ -125,7 +126,7 @@ LOGGER_MODE = Axis("logger.mode", {  # passed to W&B; only logger=wandb has the 
     "disabled": Option("W&B does nothing"),
 })
 
-TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY, LOGGER)
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY, LAUNCHER, LOGGER)
 """The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)

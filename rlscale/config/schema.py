@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from rlscale.config.axis import Axis
-from rlscale.config.registry import CURRICULUM, LENGTH, LOGGER, LOSS, OFFPOLICY, TYPED_BY_OPTION
+from rlscale.config.registry import CURRICULUM, LAUNCHER, LENGTH, LOGGER, LOSS, OFFPOLICY, TYPED_BY_OPTION
 from rlscale.knobs import knob
 
 MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
@@ -242,39 +242,6 @@ class EvalConfig:
 
 
 @dataclass
-class LauncherConfig:
-    """Where sweep variants run."""
-
-    name: str = knob("local", "the launcher")
-    max_parallel: int = knob(0, "local: runs at once (0 = as many lanes as the machine's GPUs or cores allow)", ge=0)
-    partition: Optional[str] = knob(None, "slurm: partition")
-    account: Optional[str] = knob(None, "slurm: account")
-    qos: Optional[str] = knob(None, "slurm: quality of service")
-    gpus_per_node: int = knob(0, "slurm: GPUs per job", ge=0)
-    nodes: int = knob(1, "nodes of one run's job (more than 1: launcher=slurm); the run's trainer ranks are "
-                      "``nodes`` x ``tasks_per_node`` less ``generator_tasks``, data parallel over DeepSpeed ZeRO",
-                      gt=0)
-    tasks_per_node: int = knob(1, "tasks per node of one run's job: trainer ranks (more than one in all: "
-                               "engine.learner=deepspeed; on CUDA at most ``gpus_per_node``, each task on the GPU of "
-                               "its local rank), then the generator tasks; rank 0 generates (unless generator tasks "
-                               "do), evaluates and writes the run folder, the other ranks share each update", gt=0)
-    generator_tasks: int = knob(0, "the job's last tasks that run PipelineRL's generators instead of trainer ranks, "
-                                "one generator each (on CUDA on its task's GPU), on any node, e.g. a second node of 8; "
-                                "they take the published weights over the network "
-                                "(rlscale.train.offpolicy.pipeline_remote). 0: the generators are "
-                                "``offpolicy.num_generators`` processes of rank 0, on its node", "Sec. 3.1", ge=0)
-    cpus_per_task: int = knob(1, "slurm: CPUs per job", gt=0)
-    mem_gb: float = knob(4.0, "slurm: memory per job in GB", gt=0)
-    timeout_min: int = knob(60, "slurm: time limit of a job in minutes", gt=0)
-    array_parallelism: int = knob(16, "slurm: jobs of one array running at once", gt=0)
-    signal_delay_s: int = knob(60, "slurm: seconds before the time limit at which a job is signalled; its run is "
-                               "marked preempted, requeued and resumes from its checkpoint", gt=0)
-    extra_sbatch: dict = knob({}, "slurm: further sbatch options, name -> value")
-    setup: List[str] = knob([], "shell lines run before each job, as written (module load, source a venv, "
-                                "export; $VARS expand)")
-
-
-@dataclass
 class RunConfig:
     """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
 
@@ -295,7 +262,7 @@ class RunConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    launcher: Any = option_default(LAUNCHER, "local", "")
     logger: Any = option_default(LOGGER, "none", "")
     seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling", ge=0, le=MAX_SEED)
     sweep: str = knob("default", "the sweep the run belongs to (its results folder)")
@@ -315,6 +282,8 @@ FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "loss": {"eps_low": 0.2, "eps_high": 0.28, "cispo_cap": 4.0},
     "length": {"window": [20, 24], "l_max": 32, "l_cache": 5},
     "curriculum": {"threshold": 0.9, "window": 1},
+    "launcher": {"max_parallel": 0, "partition": None, "account": None, "qos": None, "cpus_per_task": 1,
+                 "mem_gb": 4.0, "array_parallelism": 16, "extra_sbatch": {}},
     "logger": {"dir": None, "project": "rlscale", "mode": "offline"},
     "offpolicy": {"batches_per_version": 2, "max_lag": 2, "num_generators": 1, "queue_size": 4,
                   "update_every_tokens": 16}}
@@ -325,7 +294,7 @@ this default (a sweep's shared ``offpolicy.batches_per_version=8`` beside offpol
 compared or hashed, a section lacking one reads it from ``unread``, else at this default
 (``without_default_sections``), so those run folders keep their identity and resume."""
 
-FLAT_UNREAD = ("offpolicy", "logger")
+FLAT_UNREAD = ("offpolicy", "logger", "launcher")
 """The sections of ``FLAT_DEFAULTS`` whose knobs no other option ever read, at any value: a written file's knob that
 its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
 ``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from rlscale.cli import app
 from rlscale.config import ConfigError, compose_run_config, packages
-from rlscale.config.compose import compose_raw
+from rlscale.config.compose import ForeignKnob, compose_raw
 from rlscale.config.registry import AGGREGATION, AXES, BY_FIELD, LOSS, NORMALIZATION
 from rlscale.paths import CONF_DIR, PACKAGE_DIR
 from rlscale.tasks.answer_format import AnswerFormat
@@ -55,10 +55,17 @@ def test_a_name_outside_the_registry_fails_naming_the_field_and_the_names(axis, 
     assert "\n" not in message
 
 
-def test_a_knob_of_one_tracker_is_refused_beside_another():
-    with pytest.raises(ConfigError, match=r"field 'logger.mode': logger.name=tensorboard has no such knob \(its knobs: "
-                                          r"dir\); it is a knob of logger=wandb$"):
-        compose_run_config(["logger=tensorboard", "logger.mode=online"])
+@pytest.mark.parametrize("overrides, line", [
+    (["logger=tensorboard", "logger.mode=online"],
+     r"field 'logger.mode': logger.name=tensorboard has no such knob \(its knobs: dir\); it is a knob of logger=wandb$"),
+    (["launcher.partition=gpu"], r"field 'launcher.partition': launcher.name=local has no such knob \(its knobs: "
+                                 r"generator_tasks, .*max_parallel, .*\); it is a knob of launcher=slurm$"),
+    (["offpolicy=ppo", "offpolicy.max_lag=8"], r"field 'offpolicy.max_lag': offpolicy.name=ppo has no such knob "
+                                               r"\(its knobs: batches_per_version\); it is a knob of offpolicy=pipeline$"),
+])
+def test_a_knob_of_another_option_is_refused_in_one_line(overrides, line):
+    with pytest.raises(ForeignKnob, match=line):
+        compose_run_config(overrides)
 
 
 def defined(path: str) -> bool:
