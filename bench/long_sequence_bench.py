@@ -29,7 +29,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from lib import record
-from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.learners.build import build_learner
 from rlscale.train.components import learner_settings_of
@@ -89,7 +90,7 @@ def estimate_gib(name: str, setup: Setup, checkpointing: bool, chunk: int) -> fl
 def measure(name: str, setup: Setup, checkpointing: bool, chunk: int) -> Dict[str, object]:
     """Peak bytes and seconds of an update after a first one (compilation, the optimizer's moments)."""
     dev = setup.device
-    cfg = RunConfig(model=ModelConfig(dtype="bfloat16" if dev.type == "cuda" else "float32"),
+    cfg = RunConfig(model=TinyModelConfig(dtype="bfloat16" if dev.type == "cuda" else "float32"),
                     optim=OptimConfig(lr=1e-6), batch=BatchConfig(micro_batch=1))
     model = build_model(name, dev)
     settings = learner_settings_of(cfg, compiled=setup.compiled, max_width=setup.tokens if setup.compiled else 0,

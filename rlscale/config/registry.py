@@ -23,8 +23,9 @@ What each axis's factories are called with:
   read ``interruption`` themselves), its config class the annotation of ``cfg``;
 - offpolicy: ``(cfg: OffpolicyConfig, inputs: SourceInputs) -> RolloutSource``, its config class the annotation
   of ``cfg`` (``rlscale.train.offpolicy.configs``, named by each option too);
-- model: ``(cfg: RunConfig, task) -> (model, tokenizer)``, the tokenizer's ``think`` saying whether the model
-  knows a thinking turn;
+- model: ``(cfg: ModelConfig, inputs: PolicyInputs) -> (model, tokenizer)``, the tokenizer's ``think`` saying
+  whether the model knows a thinking turn, its config class the one each option names
+  (``rlscale.engines.models.configs``);
 - task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class (``mixture`` builds its parts so);
 - engine.generator: ``(settings: GeneratorSettings, model, tok, device) -> Generator``;
 - engine.learner: ``(settings: LearnerSettings, model, ref_model) -> Learner``;
@@ -70,10 +71,10 @@ OFFPOLICY = Axis("offpolicy.name", {
 }, group="offpolicy", config=("cfg", "rlscale.train.offpolicy.configs:OffpolicyConfig"))
 MODEL = Axis("model.name", {
     "tiny": Option("a small Llama with a character tokenizer, warmed up by a cached supervised phase",
-                   "rlscale.engines.models.tiny_model:tiny_policy"),
+                   "rlscale.engines.models.tiny_model:tiny_policy", "rlscale.engines.models.configs:TinyModelConfig"),
     "hf": Option("a local Hugging Face checkpoint directory (Llama, Qwen2/Qwen3) or GGUF file",
-                 "rlscale.engines.models.hf_model:hf_policy"),
-}, group="model", presets=True)
+                 "rlscale.engines.models.hf_model:hf_policy", "rlscale.engines.models.configs:HFModelConfig"),
+}, group="model", presets=True, config=("cfg", "rlscale.engines.models.configs:ModelConfig"))
 TASK = Axis("task.name", {
     "reasoning_gym": Option("a reasoning-gym task by name, with its own verifier",
                             "rlscale.tasks.reasoning_gym:ReasoningGymTask"),
@@ -126,7 +127,7 @@ LOGGER_MODE = Axis("logger.mode", {  # passed to W&B; only logger=wandb has the 
     "disabled": Option("W&B does nothing"),
 })
 
-TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY, LAUNCHER, LOGGER)
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY, MODEL, LAUNCHER, LOGGER)
 """The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from rlscale.config.axis import Axis
-from rlscale.config.registry import CURRICULUM, LAUNCHER, LENGTH, LOGGER, LOSS, OFFPOLICY, TYPED_BY_OPTION
+from rlscale.config.registry import CURRICULUM, LAUNCHER, LENGTH, LOGGER, LOSS, MODEL, OFFPOLICY, TYPED_BY_OPTION
 from rlscale.knobs import knob
 
 MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
@@ -28,30 +28,6 @@ def option_default(axis: Axis, name: str, paper: str = "Sec. 3.2") -> Any:
     return field(default_factory=lambda: axis.config_class(name)(),
                  metadata={"doc": f"the option's own config class ({axis.field} names it; default {name})",
                            "paper": paper, "axis": axis.field})
-
-
-@dataclass
-class ModelConfig:
-    """The policy: the embedded tiny Llama or a local Hugging Face checkpoint."""
-
-    name: str = knob("tiny", "``tiny``: a small Llama built from the sizes below, warmed up by a short deterministic "
-                     "supervised phase and cached by content hash, so every variant of a sweep starts from the same "
-                     "weights; ``hf``: a local Hugging Face checkpoint (``path``)")
-    path: Optional[str] = knob(None, "hf: the checkpoint directory (or the name of a packaged GGUF model)")
-    gguf_file: Optional[str] = knob(None, "hf: the GGUF file inside ``path``, de-quantized on load")
-    hidden_size: int = knob(128, "tiny: hidden size", gt=0)
-    num_layers: int = knob(2, "tiny: decoder layers", gt=0)
-    num_heads: int = knob(4, "tiny: attention heads", gt=0)
-    intermediate_size: int = knob(256, "tiny: MLP width", gt=0)
-    max_position_embeddings: int = knob(256, "tiny: longest sequence", gt=0)
-    warmup_steps: int = knob(300, "tiny: steps of the supervised warm-up", ge=0)
-    warmup_lr: float = knob(3.0e-3, "tiny: learning rate of the warm-up", gt=0)
-    warmup_batch: int = knob(64, "tiny: sequences per warm-up step", gt=0)
-    warmup_correct_fraction: float = knob(0.2, "tiny: fraction of warm-up demonstrations with the correct answer, so "
-                                          "the warmed-up policy is right some of the time (R0 low, not zero)",
-                                          ge=0, le=1)
-    dtype: str = knob("float32", "parameter dtype (float32, bfloat16, float16); bf16 weights train with FP32 master "
-                      "weights", one_of=("float32", "bfloat16", "float16"))
 
 
 @dataclass
@@ -245,7 +221,7 @@ class EvalConfig:
 class RunConfig:
     """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
 
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: Any = option_default(MODEL, "tiny", "")
     task: TaskConfig = field(default_factory=TaskConfig)
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     loss: Any = option_default(LOSS, "cispo")
@@ -285,6 +261,9 @@ FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "launcher": {"max_parallel": 0, "partition": None, "account": None, "qos": None, "cpus_per_task": 1,
                  "mem_gb": 4.0, "array_parallelism": 16, "extra_sbatch": {}},
     "logger": {"dir": None, "project": "rlscale", "mode": "offline"},
+    "model": {"path": None, "gguf_file": None, "hidden_size": 128, "num_layers": 2, "num_heads": 4,
+              "intermediate_size": 256, "max_position_embeddings": 256, "warmup_steps": 300, "warmup_lr": 3.0e-3,
+              "warmup_batch": 64, "warmup_correct_fraction": 0.2},
     "offpolicy": {"batches_per_version": 2, "max_lag": 2, "num_generators": 1, "queue_size": 4,
                   "update_every_tokens": 16}}
 """The knobs that config.yaml files of one flat section per axis wrote for every option, at the defaults they had
@@ -294,7 +273,7 @@ this default (a sweep's shared ``offpolicy.batches_per_version=8`` beside offpol
 compared or hashed, a section lacking one reads it from ``unread``, else at this default
 (``without_default_sections``), so those run folders keep their identity and resume."""
 
-FLAT_UNREAD = ("offpolicy", "logger", "launcher")
+FLAT_UNREAD = ("offpolicy", "logger", "launcher", "model")
 """The sections of ``FLAT_DEFAULTS`` whose knobs no other option ever read, at any value: a written file's knob that
 its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
 ``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""

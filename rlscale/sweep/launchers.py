@@ -53,9 +53,9 @@ class SlurmConfig(LauncherConfig):
     """What a SLURM job asks for, beyond its shape (the sbatch options, and submitit's arrays)."""
 
     name: str = knob("slurm", LAUNCHER_NAME)
-    partition: Optional[str] = knob(None, "partition")
-    account: Optional[str] = knob(None, "account")
-    qos: Optional[str] = knob(None, "quality of service")
+    partition: Optional[str] = knob(None, "the SLURM partition")
+    account: Optional[str] = knob(None, "the SLURM account")
+    qos: Optional[str] = knob(None, "the SLURM quality of service")
     cpus_per_task: int = knob(1, "CPUs per task", gt=0)
     mem_gb: float = knob(4.0, "memory per job in GB", gt=0)
     array_parallelism: int = knob(16, "jobs of one array running at once", gt=0)

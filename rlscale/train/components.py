@@ -20,6 +20,7 @@ from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.engines.learners.build import LearnerSettings, build_learner
 from rlscale.engines.memory import JobLayout, ModelShape, checkpointing_needed
+from rlscale.engines.models.configs import PolicyInputs
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
 from rlscale.gpus import driver_gpu_count
@@ -127,7 +128,8 @@ def formatted_task(task_cfg: TaskConfig) -> FormattedTask:
 def build_policy(cfg: RunConfig, task: Task, device: torch.device):
     """(model, tokenizer) of ``model.name``: the cached warmed-up tiny Llama or a local HF checkpoint; the
     tokenizer renders prompts with ``generation.think`` resolved for that model."""
-    model, tok = MODEL.load(cfg.model.name)(cfg, task)
+    inputs = PolicyInputs(task, cfg.task, tuple(cfg.mixture.parts), cfg.length.phrase, Path(cfg.cache_dir))
+    model, tok = MODEL.load(cfg.model.name)(cfg.model, inputs)
     tok = replace(tok, think=resolve_think(cfg.generation.think, tok.think, cfg.length.name))
     return model.to(device).eval(), tok
 

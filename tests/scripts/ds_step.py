@@ -22,7 +22,8 @@ from typing import List
 
 import torch
 
-from rlscale.config.schema import BatchConfig, EngineConfig, GenerationConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, EngineConfig, GenerationConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.core.types import TrainBatch
 from rlscale.train.components import learner_settings_of
 from rlscale.engines.models.tiny_model import build_tiny_llama
@@ -47,7 +48,7 @@ def run_config(zero_stage: int, long_sequence: bool = False) -> RunConfig:
     smooth function of the gradient (with eps 1e-15 it is sign(g), and gradients at rounding level would
     flip it)."""
     return RunConfig(
-        model=ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
+        model=TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
                           max_position_embeddings=32, dtype="float32"),
         loss=DapoConfig(eps_low=0.2, eps_high=0.28, tis_cap=2.0, kl_coef=0.05),
         generation=GenerationConfig(temperature=0.9),

@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from rlscale.config.schema import ModelConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, StallClock, use_persistent_cache
@@ -49,7 +49,7 @@ def test_decode_buckets_grow_only_for_longer_prompts():
 def test_the_generator_keeps_one_decode_bucket_per_row_count_across_prompt_widths():
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    model = build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval()
     rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
                        interrupt_ids=tok.interrupt_ids, max_answer=4, interruption=False)
     engine = GraphDecoder(model, rules, True, 1.0, max_budget=8)

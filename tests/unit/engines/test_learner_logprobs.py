@@ -18,7 +18,8 @@ import pytest
 import torch
 from torch._dynamo.callback import callback_handler
 
-from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.core.types import TrainBatch
 from rlscale.train.components import learner_settings_of
 from rlscale.engines.learners.torch_learner import TorchLearner, length_bucket
@@ -31,7 +32,7 @@ VOCAB = 96
 
 def tiny_model() -> torch.nn.Module:
     torch.manual_seed(0)
-    return build_tiny_llama(ModelConfig(), VOCAB).eval()
+    return build_tiny_llama(TinyModelConfig(), VOCAB).eval()
 
 
 def right_padded_batch(model, lengths: list[int], seed: int) -> TrainBatch:
@@ -137,7 +138,7 @@ def test_the_layers_of_a_compiled_learner_share_one_graph():
     for layers in (2, 6):
         torch._dynamo.reset()  # a fresh process's compile state
         torch.manual_seed(0)
-        model = build_tiny_llama(ModelConfig(num_layers=layers), VOCAB).eval()
+        model = build_tiny_llama(TinyModelConfig(num_layers=layers), VOCAB).eval()
         eager = copy.deepcopy(model)
         learner = TorchLearner(settings, model)
         batch = right_padded_batch(model, [9, 5, 12, 7], 2)

@@ -7,7 +7,8 @@ import copy
 
 import torch
 
-from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.core.types import TrainBatch
 from rlscale.train.components import learner_settings_of
@@ -20,7 +21,7 @@ from rlscale.engines.models.tiny_model import build_tiny_llama
 def bf16_policy() -> torch.nn.Module:
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    return build_tiny_llama(ModelConfig(), tok.vocab_size).to(torch.bfloat16).eval()
+    return build_tiny_llama(TinyModelConfig(), tok.vocab_size).to(torch.bfloat16).eval()
 
 
 def on_policy_batch(model, rows: int = 4, length: int = 12) -> tuple[TrainBatch, torch.Tensor, torch.Tensor]:

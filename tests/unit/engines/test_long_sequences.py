@@ -21,7 +21,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from rlscale.config import ConfigError, compose_run_config
-from rlscale.config.schema import BatchConfig, EngineConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, EngineConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.losses import CispoConfig
 from rlscale.engines.learners.build import build_learner
 from rlscale.train.components import auto_checkpointing, learner_settings_of
@@ -98,7 +99,7 @@ def qwen2() -> torch.nn.Module:
                                         tie_word_embeddings=True))
 
 
-MODELS = {"tiny": lambda: build_tiny_llama(ModelConfig(), VOCAB), "qwen2": qwen2}
+MODELS = {"tiny": lambda: build_tiny_llama(TinyModelConfig(), VOCAB), "qwen2": qwen2}
 
 
 @pytest.mark.parametrize("name,dtype", [("tiny", torch.float32), ("qwen2", torch.float32), ("tiny", torch.bfloat16)])
@@ -161,7 +162,7 @@ def test_the_setting_is_validated_auto_is_off_on_cpu_and_the_learner_follows_the
     with pytest.raises(ConfigError, match="field 'engine.activation_checkpointing': must be true, false or auto, "
                                           "got 'always'"):
         compose_run_config(["engine.activation_checkpointing=always"])
-    model = build_tiny_llama(ModelConfig(), VOCAB)
+    model = build_tiny_llama(TinyModelConfig(), VOCAB)
     for setting, expected in (("auto", False), (True, True), (False, False)):
         cfg = RunConfig(engine=EngineConfig(activation_checkpointing=setting))
         assert auto_checkpointing(cfg, model, 100, torch.device("cpu")) is expected
