@@ -8,15 +8,16 @@ numbers refer to "The Art of Scaling Reinforcement Learning Compute for LLMs" (a
 imports nothing of rlscale but the registry type, so anything may import it.
 
 The options of the axes of ``rlscale.rl`` (loss, aggregation, normalization, curriculum, length) are tables in the
-modules of their code (``rlscale.rl.losses:LOSSES``, ...), and those of loss, curriculum and length each have a
-config class of its own: adding one touches its module and its ``conf/`` file.
+modules of their code (``rlscale.rl.losses:LOSSES``, ...). Every axis of ``TYPED_BY_OPTION`` has a config class
+per option, beside its code: adding an option touches its module and its ``conf/`` file.
 
 What each axis's factories are called with:
 
 - loss: ``(tokens: LossTokens, spec: LossConfig) -> PolicyTerm``, a ``rlscale.rl.losses.PolicyLoss``, its config
   class the annotation of ``spec``;
 - aggregation: ``(lengths, groups) -> denominators`` (``rlscale.rl.aggregation:AGGREGATIONS``);
-- normalization: ``(centered, groups, eps) -> advantages`` (``rlscale.rl.advantages:NORMALIZATIONS``);
+- normalization: ``(centered, groups, cfg: NormalizationConfig) -> advantages``
+  (``rlscale.rl.advantages:NORMALIZATIONS``), its config class the annotation of ``cfg``;
 - curriculum: ``(num_prompts, cfg: CurriculumConfig) -> NoPositiveResamplingPool``, its config class the
   annotation of ``cfg``;
 - length: ``(rewards, lengths, correct, cfg: LengthConfig) -> rewards`` (the reward shaping; the generators
@@ -47,7 +48,8 @@ LOSS = Axis("loss.name", "rlscale.rl.losses:LOSSES", group="loss",
                           entry_points="rlscale.losses"),
             config=("spec", "rlscale.rl.losses:LossConfig"))
 AGGREGATION = Axis("aggregation.name", "rlscale.rl.aggregation:AGGREGATIONS", group="aggregation")
-NORMALIZATION = Axis("normalization.name", "rlscale.rl.advantages:NORMALIZATIONS", group="normalization")
+NORMALIZATION = Axis("normalization.name", "rlscale.rl.advantages:NORMALIZATIONS", group="normalization",
+                     config=("cfg", "rlscale.rl.advantages:NormalizationConfig"))
 PRECISION = Axis("precision.name", {  # labels: precision.lm_head_fp32 acts
     "fp32_head": Option("LM head in FP32 on the generator and the trainer (ScaleRL, Sec. 3.2)"),
     "bf16_head": Option("LM head in bf16 (Section-2 baseline)"),
@@ -127,7 +129,7 @@ LOGGER_MODE = Axis("logger.mode", {  # passed to W&B; only logger=wandb has the 
     "disabled": Option("W&B does nothing"),
 })
 
-TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH, OFFPOLICY, MODEL, LAUNCHER, LOGGER)
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, NORMALIZATION, CURRICULUM, LENGTH, OFFPOLICY, MODEL, LAUNCHER, LOGGER)
 """The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)

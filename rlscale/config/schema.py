@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from rlscale.config.axis import Axis
-from rlscale.config.registry import CURRICULUM, LAUNCHER, LENGTH, LOGGER, LOSS, MODEL, OFFPOLICY, TYPED_BY_OPTION
+from rlscale.config.registry import (CURRICULUM, LAUNCHER, LENGTH, LOGGER, LOSS, MODEL, NORMALIZATION, OFFPOLICY,
+                                     TYPED_BY_OPTION)
 from rlscale.knobs import knob
 
 MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
@@ -92,14 +93,6 @@ class AggregationConfig:
     """How per-token losses become one scalar."""
 
     name: str = knob("prompt", "the loss aggregation", "Sec. 3.2")
-
-
-@dataclass
-class NormalizationConfig:
-    """Advantage normalization of A_i = r_i - mean(group)."""
-
-    name: str = knob("batch", "the advantage normalization", "Sec. 3.2")
-    eps: float = knob(1.0e-6, "added to the std, so a zero-variance group gets advantage 0", ge=0)
 
 
 @dataclass
@@ -226,7 +219,7 @@ class RunConfig:
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     loss: Any = option_default(LOSS, "cispo")
     aggregation: AggregationConfig = field(default_factory=AggregationConfig)
-    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    normalization: Any = option_default(NORMALIZATION, "batch")
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
     filtering: FilteringConfig = field(default_factory=FilteringConfig)
     curriculum: Any = option_default(CURRICULUM, "no_positive_resampling")
@@ -261,6 +254,7 @@ FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "launcher": {"max_parallel": 0, "partition": None, "account": None, "qos": None, "cpus_per_task": 1,
                  "mem_gb": 4.0, "array_parallelism": 16, "extra_sbatch": {}},
     "logger": {"dir": None, "project": "rlscale", "mode": "offline"},
+    "normalization": {"eps": 1.0e-6},
     "model": {"path": None, "gguf_file": None, "hidden_size": 128, "num_layers": 2, "num_heads": 4,
               "intermediate_size": 256, "max_position_embeddings": 256, "warmup_steps": 300, "warmup_lr": 3.0e-3,
               "warmup_batch": 64, "warmup_correct_fraction": 0.2},
@@ -273,7 +267,7 @@ this default (a sweep's shared ``offpolicy.batches_per_version=8`` beside offpol
 compared or hashed, a section lacking one reads it from ``unread``, else at this default
 (``without_default_sections``), so those run folders keep their identity and resume."""
 
-FLAT_UNREAD = ("offpolicy", "logger", "launcher", "model")
+FLAT_UNREAD = ("normalization", "offpolicy", "model", "launcher", "logger")
 """The sections of ``FLAT_DEFAULTS`` whose knobs no other option ever read, at any value: a written file's knob that
 its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
 ``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""

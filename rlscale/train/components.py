@@ -25,7 +25,7 @@ from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
 from rlscale.gpus import driver_gpu_count
 from rlscale.rl import NoPositiveResamplingPool
-from rlscale.rl.advantages import Normalization
+from rlscale.rl.advantages import Normalization, NormalizationConfig
 from rlscale.rl.aggregation import Denominator
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
@@ -40,16 +40,16 @@ from rlscale.train.rollouts import RolloutSampler, RolloutSource
 @dataclass(frozen=True)
 class Objective:
     """The choices of the RL objective that the loop applies to a batch (Sec. 3.2), resolved once from their names:
-    zero-variance filtering, the advantage normalization (with its eps) and the loss aggregation's denominator."""
+    zero-variance filtering, the advantage normalization (with its section) and the loss aggregation's denominator."""
 
     zero_variance: bool
     normalize: Normalization
-    eps: float
+    normalization: NormalizationConfig
     denominator_of: Denominator
 
     @classmethod
     def of(cls, cfg: RunConfig) -> "Objective":
-        return cls(cfg.filtering.zero_variance, NORMALIZATION.load(cfg.normalization.name), cfg.normalization.eps,
+        return cls(cfg.filtering.zero_variance, NORMALIZATION.load(cfg.normalization.name), cfg.normalization,
                    AGGREGATION.load(cfg.aggregation.name))
 
 

@@ -73,7 +73,7 @@ def prepare_batch(groups: List[ScoredGroup], comps: Components) -> tuple[TrainBa
     advantages = torch.zeros(batch.num_sequences)
     if keep.any():
         advantages[keep] = compute_advantages(batch.rewards[keep], batch.group_ids[keep], objective.normalize,
-                                              objective.eps)
+                                              objective.normalization)
     batch.mask = batch.mask * keep.unsqueeze(-1).float()
     weights = aggregation_weights(batch.mask, batch.group_ids, objective.denominator_of)
     kept_fraction = float(keep.float().view(len(groups), -1).any(-1).float().mean())

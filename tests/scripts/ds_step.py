@@ -28,7 +28,7 @@ from rlscale.core.types import TrainBatch
 from rlscale.train.components import learner_settings_of
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.rl import aggregation_weights, compute_advantages
-from rlscale.rl.advantages import by_batch
+from rlscale.rl.advantages import StdConfig, by_batch
 from rlscale.rl.aggregation import prompt_denominator
 from rlscale.rl.losses import DapoConfig
 
@@ -73,7 +73,7 @@ def synthetic_batch(model, cfg: RunConfig, seed: int) -> TrainBatch:
 
 
 def update(learner, batch: TrainBatch, cfg: RunConfig) -> dict:
-    advantages = compute_advantages(batch.rewards, batch.group_ids, by_batch)
+    advantages = compute_advantages(batch.rewards, batch.group_ids, by_batch, StdConfig())
     weights = aggregation_weights(batch.mask, batch.group_ids, prompt_denominator)
     result = learner.step(batch, advantages, weights)
     return {**asdict(result), "lr": learner.scheduler.get_last_lr()[0]}
