@@ -22,8 +22,8 @@ What each axis's factories are called with:
   annotation of ``cfg``;
 - length: ``(rewards, lengths, correct, cfg: LengthConfig) -> rewards`` (the reward shaping; the generators
   read ``interruption`` themselves), its config class the annotation of ``cfg``;
-- offpolicy: ``(cfg: OffpolicyConfig, inputs: SourceInputs) -> RolloutSource``, its config class the annotation
-  of ``cfg`` (``rlscale.train.offpolicy.configs``, named by each option too);
+- offpolicy: ``(cfg: OffpolicyConfig, inputs: SourceInputs) -> RolloutSource``, its config class the one each
+  option names (``rlscale.train.offpolicy.configs``), the annotation of ``cfg`` too;
 - model: ``(cfg: ModelConfig, inputs: PolicyInputs) -> (model, tokenizer)``, the tokenizer's ``think`` saying
   whether the model knows a thinking turn, its config class the one each option names
   (``rlscale.engines.models.configs``);
@@ -31,6 +31,8 @@ What each axis's factories are called with:
 - engine.generator: ``(settings: GeneratorSettings, model, tok, device) -> Generator``;
 - engine.learner: ``(settings: LearnerSettings, model, ref_model) -> Learner``;
 - engine.device: ``() -> torch.device``;
+- launcher: no code; ``rlscale.sweep.dispatch`` reads the name, and the config class each option names
+  (``rlscale.sweep.launchers``) types the section;
 - logger: ``(cfg: LoggerConfig, run: TrackedRun) -> MetricsSink or None``, its config class the one each option
   names (``rlscale.tracking.sinks``).
 """

@@ -162,9 +162,9 @@ def learner_settings_of(cfg: RunConfig, compiled: bool = False, max_width: int =
     ``engine.activation_checkpointing`` resolved (``auto_checkpointing``); None: as configured, ``auto`` as off (as
     on CPU)."""
     resolved = cfg.engine.activation_checkpointing is True if checkpointing is None else checkpointing
-    return LearnerSettings(cfg.engine.learner, cfg.optim, cfg.loss, LOSS.load(cfg.loss.name), cfg.precision.lm_head_fp32,
-                           cfg.generation.temperature, cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype,
-                           compiled, max_width, resolved)
+    return LearnerSettings(cfg.engine.learner, cfg.optim, cfg.loss, LOSS.load(cfg.loss.name),
+                           cfg.precision.lm_head_fp32, cfg.generation.temperature, cfg.batch.micro_batch,
+                           cfg.engine.zero_stage, cfg.model.dtype, compiled, max_width, resolved)
 
 
 def auto_checkpointing(cfg: RunConfig, model, prompt_tokens: int, device: torch.device) -> bool:

@@ -16,8 +16,9 @@ from rlscale.rl.length import LengthConfig
 
 @dataclass(frozen=True)
 class GeneratorSettings:
-    """Made from the run's config by ``rlscale.train.components.generator_settings``. ``backend``: ``engine.generator``; ``compiled``: ``engine.compile`` (the torch generator's GPU path);
-    ``fp32_head``: ``precision.lm_head_fp32``; ``seed``: the run's seed (vLLM's engine seed)."""
+    """Made from the run's config by ``rlscale.train.components.generator_settings``. ``backend``:
+    ``engine.generator``; ``compiled``: ``engine.compile`` (the torch generator's GPU path); ``fp32_head``:
+    ``precision.lm_head_fp32``; ``seed``: the run's seed (vLLM's engine seed)."""
 
     backend: str
     generation: GenerationConfig

@@ -17,8 +17,9 @@ from rlscale.rl.losses import LossConfig, PolicyLoss
 
 @dataclass(frozen=True)
 class LearnerSettings:
-    """Made from the run's config by ``rlscale.train.components.learner_settings_of``. ``backend``: ``engine.learner``; ``optim``: the optimizer section; ``loss``: the loss section (its option's
-    config class) and ``policy``: the loss it names, resolved once here;
+    """Made from the run's config by ``rlscale.train.components.learner_settings_of``. ``backend``:
+    ``engine.learner``; ``optim``: the optimizer section; ``loss``: the loss section (its option's config class) and
+    ``policy``: the loss it names, resolved once there;
     ``fp32_head``: ``precision.lm_head_fp32``; ``temperature``: ``generation.temperature``; ``micro_batch``:
     ``batch.micro_batch`` (sequences per forward/backward, per rank under DeepSpeed; 0 = all);
     ``zero_stage``: ``engine.zero_stage`` and ``dtype``: ``model.dtype`` (DeepSpeed); ``compiled``: the torch

@@ -56,12 +56,13 @@ def test_a_name_outside_the_registry_fails_naming_the_field_and_the_names(axis, 
 
 
 @pytest.mark.parametrize("overrides, line", [
-    (["logger=tensorboard", "logger.mode=online"],
-     r"field 'logger.mode': logger.name=tensorboard has no such knob \(its knobs: dir\); it is a knob of logger=wandb$"),
+    (["logger=tensorboard", "logger.mode=online"], r"field 'logger.mode': logger.name=tensorboard has no such knob "
+                                                   r"\(its knobs: dir\); it is a knob of logger=wandb$"),
     (["launcher.partition=gpu"], r"field 'launcher.partition': launcher.name=local has no such knob \(its knobs: "
                                  r"generator_tasks, .*max_parallel, .*\); it is a knob of launcher=slurm$"),
-    (["offpolicy=ppo", "offpolicy.max_lag=8"], r"field 'offpolicy.max_lag': offpolicy.name=ppo has no such knob "
-                                               r"\(its knobs: batches_per_version\); it is a knob of offpolicy=pipeline$"),
+    (["offpolicy=ppo", "offpolicy.max_lag=8"],
+     r"field 'offpolicy.max_lag': offpolicy.name=ppo has no such knob \(its knobs: batches_per_version\); it is a "
+     r"knob of offpolicy=pipeline$"),
 ])
 def test_a_knob_of_another_option_is_refused_in_one_line(overrides, line):
     with pytest.raises(ForeignKnob, match=line):

@@ -45,8 +45,8 @@ def test_script_values_are_quoted_and_never_executed(tmp_path, monkeypatch):
     evil = EVIL.format(m=marker)
     results = tmp_path / f"res {evil}"
     monkeypatch.chdir(tmp_path)
-    result = sweep("conf=loo", "launcher=slurm", f"launcher.partition={hydra_quote(evil)}", f"+launcher.extra_sbatch.comment="
-                   f"{hydra_quote(evil)}", f"launcher.setup=[{hydra_quote(SETUP)}]",
+    result = sweep("conf=loo", "launcher=slurm", f"launcher.partition={hydra_quote(evil)}",
+                   f"+launcher.extra_sbatch.comment={hydra_quote(evil)}", f"launcher.setup=[{hydra_quote(SETUP)}]",
                    f"length.phrase={hydra_quote(evil)}", "--results", str(results), "--seeds", "1", "--dry-run",
                    "--sbatch-dir", str(tmp_path / "slurm"))
     assert result.exit_code == 0, result.output
