@@ -50,11 +50,11 @@ from lib.timers import release, sync, timed
 from lib.workloads import CPU_WORK, GPU_WORK, PAPER_ROWS, BenchTask, BenchTokenizer, Workload, trivial_reward
 from rlscale.config.registry import LENGTH
 from rlscale.config.schema import RunConfig
-from rlscale.engines.generators.build import GeneratorSettings, build_generator
-from rlscale.engines.learners.build import LearnerSettings, build_learner
+from rlscale.engines.generators.build import build_generator
+from rlscale.engines.learners.build import build_learner
 from rlscale.engines.models.policy import count_parameters
 from rlscale.rl import NoPositiveResamplingPool
-from rlscale.train.components import Components, Objective, build_source
+from rlscale.train.components import Components, Objective, build_source, generator_settings, learner_settings_of
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.loop import prepare_batch
 from rlscale.train.rollouts import RolloutSampler
@@ -69,8 +69,8 @@ def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> C
     tok = BenchTokenizer(shape.vocab)
     task = BenchTask(tok, work)
     model = build_model(shape, torch.bfloat16 if device.type == "cuda" else torch.float32, device.type)
-    generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
-    learner = build_learner(LearnerSettings.of(cfg, cfg.engine.compile and device.type == "cuda"), model)
+    generator = build_generator(generator_settings(cfg), model, tok, device)
+    learner = build_learner(learner_settings_of(cfg, cfg.engine.compile and device.type == "cuda"), model)
     pool = NoPositiveResamplingPool(len(task.train_problems()), enabled=False)
     rng = torch.Generator().manual_seed(cfg.seed)
     meter = ComputeMeter(count_parameters(model), device.type, 1)
@@ -127,7 +127,7 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
         rec.update(train_seconds=train_s, train_tokens=tokens, train_tok_s=tokens / train_s,
                    mfu=6.0 * params * tokens / train_s / flops_peak)
         if ablation and dev.type == "cuda":  # the same update without torch.compile
-            eager = build_learner(LearnerSettings.of(cfg), c.model)
+            eager = build_learner(learner_settings_of(cfg), c.model)
             try:
                 eager.step(batch, adv, weights)
                 rec["train_tok_s_eager"] = tokens / min(timed(lambda: eager.step(batch, adv, weights), dev)[1]

@@ -22,7 +22,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from rlscale.config.schema import OptimConfig, RunConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
-from rlscale.engines.learners.build import LearnerSettings
+from rlscale.train.components import learner_settings_of
 from rlscale.engines.learners.torch_learner import TorchLearner
 from rlscale.engines.models.policy import token_logprobs
 
@@ -65,7 +65,7 @@ def main() -> None:
     torch.manual_seed(0)
     shape = {**SMOLLM2, "num_hidden_layers": args.layers}
     model = LlamaForCausalLM(LlamaConfig(**shape)).to(args.device, torch.bfloat16).eval()
-    settings = LearnerSettings.of(RunConfig(optim=OptimConfig(lr=5e-6)), compiled=True, max_width=args.max_width)
+    settings = learner_settings_of(RunConfig(optim=OptimConfig(lr=5e-6)), compiled=True, max_width=args.max_width)
     learner = TorchLearner(settings, model)
     if args.whole:
         learner.logprobs = torch.compile(token_logprobs)

@@ -29,9 +29,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from lib import record
-from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.core.types import TrainBatch
-from rlscale.engines.learners.build import LearnerSettings, build_learner
+from rlscale.engines.learners.build import build_learner
+from rlscale.train.components import learner_settings_of
 from rlscale.engines.memory import GIB, HEAD_CHUNK_TOKENS, JobLayout, MemoryEstimate, ModelShape
 from rlscale.testing.cpu_memory import peak_cpu_bytes
 
@@ -88,11 +90,11 @@ def estimate_gib(name: str, setup: Setup, checkpointing: bool, chunk: int) -> fl
 def measure(name: str, setup: Setup, checkpointing: bool, chunk: int) -> Dict[str, object]:
     """Peak bytes and seconds of an update after a first one (compilation, the optimizer's moments)."""
     dev = setup.device
-    cfg = RunConfig(model=ModelConfig(dtype="bfloat16" if dev.type == "cuda" else "float32"),
+    cfg = RunConfig(model=TinyModelConfig(dtype="bfloat16" if dev.type == "cuda" else "float32"),
                     optim=OptimConfig(lr=1e-6), batch=BatchConfig(micro_batch=1))
     model = build_model(name, dev)
-    settings = LearnerSettings.of(cfg, compiled=setup.compiled, max_width=setup.tokens if setup.compiled else 0,
-                                  checkpointing=checkpointing)
+    settings = learner_settings_of(cfg, compiled=setup.compiled, max_width=setup.tokens if setup.compiled else 0,
+                                   checkpointing=checkpointing)
     learner = build_learner(replace(settings, head_chunk=chunk), model)
     batch, advantages, weights = batch_of(setup.tokens, SHAPES[name].vocab_size, dev)
     rec: Dict[str, object] = {"estimate_gib": estimate_gib(name, setup, checkpointing, chunk)}

@@ -23,7 +23,8 @@ from lib.timers import timed
 from lib.workloads import GPU_WORK
 from rlscale.core.types import TrainBatch
 from rlscale.engines.generators.static_decoder import StaticKVDecoder
-from rlscale.engines.learners.build import LearnerSettings, build_learner
+from rlscale.engines.learners.build import build_learner
+from rlscale.train.components import learner_settings_of
 
 
 def kernel_table(prof, top: int, per: int = 0) -> str:
@@ -84,7 +85,7 @@ def profile_learner(shape_name: str, model, rows: int, micro_batch: int, top: in
     work = GPU_WORK
     cfg = run_config(work, SHAPES[shape_name], False, "ppo", "cuda")
     cfg.batch.micro_batch = micro_batch or cfg.batch.micro_batch
-    learner = build_learner(LearnerSettings.of(cfg, cfg.engine.compile and next(model.parameters()).is_cuda), model)
+    learner = build_learner(learner_settings_of(cfg, cfg.engine.compile and next(model.parameters()).is_cuda), model)
     width = work.prompt_len + work.completion
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, 1000, (rows, width), generator=gen)

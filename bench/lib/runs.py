@@ -7,6 +7,7 @@ from lib.workloads import Workload
 from rlscale.config.schema import RunConfig
 from rlscale.rl.curriculum import CurriculumConfig
 from rlscale.rl.length import InterruptionConfig
+from rlscale.train.offpolicy.configs import PipelineConfig, PPOConfig
 
 
 def run_config(work: Workload, shape: Shape, fp32_head: bool, offpolicy: str, device: str) -> RunConfig:
@@ -19,8 +20,7 @@ def run_config(work: Workload, shape: Shape, fp32_head: bool, offpolicy: str, de
     cfg.precision.lm_head_fp32 = fp32_head
     cfg.precision.name = "fp32_head" if fp32_head else "bf16_head"
     cfg.batch.prompts, cfg.batch.generations, cfg.batch.micro_batch = work.prompts, work.generations, shape.micro_batch
-    cfg.offpolicy.name = offpolicy
-    cfg.offpolicy.max_lag, cfg.offpolicy.batches_per_version = 8, 1  # PipelineRL-8; PPO on-policy
+    cfg.offpolicy = PipelineConfig(max_lag=8) if offpolicy == "pipeline" else PPOConfig(batches_per_version=1)
     cfg.curriculum = CurriculumConfig(name="uniform")
     cfg.optim.lr = 1e-6
     return cfg

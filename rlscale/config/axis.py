@@ -36,10 +36,13 @@ class Option:
     """One name of an axis. doc: one line saying what it selects. factory: ``module:attribute`` of the code that
     acts on it, called with the axis's arguments (``Axis.load``); None when no code is chosen by the name: a
     label whose config group file sets the fields that act (``precision=bf16_head`` sets
-    ``precision.lm_head_fp32=false``), or a value handed as it is to the one place that reads it."""
+    ``precision.lm_head_fp32=false``), or a value handed as it is to the one place that reads it. config:
+    ``module:attribute`` of the option's config class where no factory's argument names it (a launcher, a
+    label: ``Axis.config``); None: its factory's annotation does, or the axis's options share one type."""
 
     doc: str
     factory: Optional[str] = None
+    config: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -148,9 +151,10 @@ class Axis:
              ``model.name=hf``); otherwise each file is named by the option it selects (``loss=dapo``).
     plugin:  what a value ``module:attribute`` must name; None: the axis takes its names only.
     config:  ``(parameter, base)`` for an axis whose options have config classes of their own: the config class of
-             a name is the annotation of its factory's ``parameter`` (a plug-in's too, the base when it has
-             none), a subclass of ``base`` (``module:attribute``); the section holding ``field`` is typed by it
-             (``config_class``). None: the section has one type for every option (``rlscale.config.schema``).
+             a name is the one its ``Option.config`` names, else the annotation of its factory's ``parameter`` (a
+             plug-in's too, the base when it has none), a subclass of ``base`` (``module:attribute``); the
+             section holding ``field`` is typed by it (``config_class``). None: the section has one type for
+             every option (``rlscale.config.schema``).
     """
 
     field: str
@@ -227,7 +231,9 @@ class Axis:
         does not take."""
         if self.config is None:
             raise TypeError(f"{self.field}: the options of this axis share one config type")
-        return _annotated(self.load(value), *self.config)
+        self.check(value)
+        named = self.choices[value].config if value in self.choices else None
+        return resolve(named) if named else _annotated(self.load(value), *self.config)
 
     def _config_problem(self, found: Any) -> Optional[str]:
         """Why a plug-in's config class is not a subclass of the axis's base, None when it is (or the axis has

@@ -9,7 +9,7 @@ import dataclasses
 import difflib
 import re
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hydra import compose, version
 from hydra._internal.hydra import Hydra
@@ -23,7 +23,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from rlscale.config.axis import Axis
 from rlscale.config.registry import TYPED_BY_OPTION
-from rlscale.config.schema import FLAT_DEFAULTS, RunConfig
+from rlscale.config.schema import FLAT_DEFAULTS, FLAT_UNREAD, RunConfig
 from rlscale.paths import config_dirs
 
 
@@ -207,10 +207,16 @@ def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfi
     fields = OmegaConf.to_container(raw)
     _escape_shell_fields(fields)
     try:
-        sections = {axis.section: _option_section(axis, fields.get(axis.section), written) for axis in TYPED_BY_OPTION}
+        unread = {section: dict(knobs) for section, knobs in (fields.get("unread") or {}).items()}
+        sections = {}
+        for axis in TYPED_BY_OPTION:
+            sections[axis.section], dropped = _option_section(axis, fields.get(axis.section), written)
+            if dropped:
+                unread[axis.section] = {**unread.get(axis.section, {}), **dropped}
         # merge a plain copy: keys added with +key=... that the schema lacks then fail by name
         cfg = OmegaConf.merge(OmegaConf.structured(RunConfig),
-                              {key: value for key, value in fields.items() if key not in sections})
+                              {key: value for key, value in fields.items() if key not in sections},
+                              {"unread": unread})
         for section, node in sections.items():
             cfg[section] = node
         OmegaConf.resolve(cfg)
@@ -228,18 +234,28 @@ def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfi
     return cfg
 
 
-def _option_section(axis: Axis, fields: Any, written: bool) -> DictConfig:
-    """The section of ``axis`` typed by its option's config class (``Axis.config_class``); a knob the option does
-    not have fails with its dotted name and the closest knob it has. ValueError for a name the axis does not take."""
+def _option_section(axis: Axis, fields: Any, written: bool) -> Tuple[DictConfig, Dict[str, Any]]:
+    """The section of ``axis`` typed by its option's config class (``Axis.config_class``), and the knobs of an older
+    flat schema that a written file's section held off their defaults for an option that never read them (kept for
+    the run's identity: ``RunConfig.unread``). A knob the option does not have fails with its dotted name and the
+    closest knob it has. ValueError for a name the axis does not take."""
+    from rlscale.config.validate import retired_problem
+
     section = dict(fields) if isinstance(fields, dict) else {}
     name = section.get("name", getattr(RunConfig(), axis.section).name)
     axis.check(name)
     klass = axis.config_class(name)
     known = {f.name for f in dataclasses.fields(klass)}
-    if written:  # knobs an older flat schema wrote for every option at their defaults, never read by this one
+    dropped: Dict[str, Any] = {}
+    if written:  # knobs an older flat schema wrote for every option, never read by this one
         flat = FLAT_DEFAULTS[axis.section]
-        section = {k: v for k, v in section.items() if k in known or k not in flat or v != flat[k]}
+        if axis.section in FLAT_UNREAD:
+            dropped = {k: v for k, v in section.items() if k not in known and k in flat and v != flat[k]}
+        section = {k: v for k, v in section.items()
+                   if k not in dropped and (k in known or k not in flat or v != flat[k])}
     unknown = [key for key in section if key not in known]
+    if unknown and retired_problem(f"{axis.section}.{unknown[0]}"):  # a field of an older schema: where it went
+        raise ValueError(retired_problem(f"{axis.section}.{unknown[0]}"))
     if unknown:
         elsewhere = [other for other in axis.names if other != name
                      and unknown[0] in {f.name for f in dataclasses.fields(axis.config_class(other))}]
@@ -249,7 +265,7 @@ def _option_section(axis: Axis, fields: Any, written: bool) -> DictConfig:
                 f"{', '.join(sorted(known - {'name'})) or 'none'}){hint}")
         raise ForeignKnob(line, f"{axis.section}.{unknown[0]}") if elsewhere else ValueError(line)
     try:
-        return OmegaConf.merge(OmegaConf.structured(klass), section)
+        return OmegaConf.merge(OmegaConf.structured(klass), section), dropped
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None)
         raise ValueError(_field_error(f"{axis.section}.{key}" if key else axis.section, err)) from None

@@ -8,27 +8,33 @@ numbers refer to "The Art of Scaling Reinforcement Learning Compute for LLMs" (a
 imports nothing of rlscale but the registry type, so anything may import it.
 
 The options of the axes of ``rlscale.rl`` (loss, aggregation, normalization, curriculum, length) are tables in the
-modules of their code (``rlscale.rl.losses:LOSSES``, ...), and those of loss, curriculum and length each have a
-config class of its own: adding one touches its module and its ``conf/`` file.
+modules of their code (``rlscale.rl.losses:LOSSES``, ...). Every axis of ``TYPED_BY_OPTION`` has a config class
+per option, beside its code: adding an option touches its module and its ``conf/`` file.
 
 What each axis's factories are called with:
 
 - loss: ``(tokens: LossTokens, spec: LossConfig) -> PolicyTerm``, a ``rlscale.rl.losses.PolicyLoss``, its config
   class the annotation of ``spec``;
 - aggregation: ``(lengths, groups) -> denominators`` (``rlscale.rl.aggregation:AGGREGATIONS``);
-- normalization: ``(centered, groups, eps) -> advantages`` (``rlscale.rl.advantages:NORMALIZATIONS``);
+- normalization: ``(centered, groups, cfg: NormalizationConfig) -> advantages``
+  (``rlscale.rl.advantages:NORMALIZATIONS``), its config class the annotation of ``cfg``;
 - curriculum: ``(num_prompts, cfg: CurriculumConfig) -> NoPositiveResamplingPool``, its config class the
   annotation of ``cfg``;
 - length: ``(rewards, lengths, correct, cfg: LengthConfig) -> rewards`` (the reward shaping; the generators
   read ``interruption`` themselves), its config class the annotation of ``cfg``;
-- offpolicy: ``(cfg: RunConfig, sampler, model, run_dir) -> RolloutSource``;
-- model: ``(cfg: RunConfig, task) -> (model, tokenizer)``, the tokenizer's ``think`` saying whether the model
-  knows a thinking turn;
+- offpolicy: ``(cfg: OffpolicyConfig, inputs: SourceInputs) -> RolloutSource``, its config class the one each
+  option names (``rlscale.train.offpolicy.configs``), the annotation of ``cfg`` too;
+- model: ``(cfg: ModelConfig, inputs: PolicyInputs) -> (model, tokenizer)``, the tokenizer's ``think`` saying
+  whether the model knows a thinking turn, its config class the one each option names
+  (``rlscale.engines.models.configs``);
 - task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class (``mixture`` builds its parts so);
 - engine.generator: ``(settings: GeneratorSettings, model, tok, device) -> Generator``;
 - engine.learner: ``(settings: LearnerSettings, model, ref_model) -> Learner``;
 - engine.device: ``() -> torch.device``;
-- logger: ``(cfg: RunConfig, run_dir) -> MetricsSink or None``.
+- launcher: no code; ``rlscale.sweep.dispatch`` reads the name, and the config class each option names
+  (``rlscale.sweep.launchers``) types the section;
+- logger: ``(cfg: LoggerConfig, run: TrackedRun) -> MetricsSink or None``, its config class the one each option
+  names (``rlscale.tracking.sinks``).
 """
 from __future__ import annotations
 
@@ -44,7 +50,8 @@ LOSS = Axis("loss.name", "rlscale.rl.losses:LOSSES", group="loss",
                           entry_points="rlscale.losses"),
             config=("spec", "rlscale.rl.losses:LossConfig"))
 AGGREGATION = Axis("aggregation.name", "rlscale.rl.aggregation:AGGREGATIONS", group="aggregation")
-NORMALIZATION = Axis("normalization.name", "rlscale.rl.advantages:NORMALIZATIONS", group="normalization")
+NORMALIZATION = Axis("normalization.name", "rlscale.rl.advantages:NORMALIZATIONS", group="normalization",
+                     config=("cfg", "rlscale.rl.advantages:NormalizationConfig"))
 PRECISION = Axis("precision.name", {  # labels: precision.lm_head_fp32 acts
     "fp32_head": Option("LM head in FP32 on the generator and the trainer (ScaleRL, Sec. 3.2)"),
     "bf16_head": Option("LM head in bf16 (Section-2 baseline)"),
@@ -60,16 +67,18 @@ LENGTH = Axis("length.name", "rlscale.rl.length:LENGTHS", group="length",  # the
               config=("cfg", "rlscale.rl.length:LengthConfig"))
 OFFPOLICY = Axis("offpolicy.name", {
     "pipeline": Option("PipelineRL-k: streaming generators, weights updated in flight (ScaleRL, Sec. 3.1)",
-                       "rlscale.train.offpolicy.pipeline:PipelineSource.from_config"),
+                       "rlscale.train.offpolicy.pipeline:PipelineSource.from_config",
+                       "rlscale.train.offpolicy.configs:PipelineConfig"),
     "ppo": Option("PPO-off-policy-k: k batches generated with one policy, then k updates (Section-2 baseline, "
-                  "Sec. 3.1)", "rlscale.train.offpolicy.ppo:PPOOffPolicySource.from_config"),
-}, group="offpolicy")
+                  "Sec. 3.1)", "rlscale.train.offpolicy.ppo:PPOOffPolicySource.from_config",
+                  "rlscale.train.offpolicy.configs:PPOConfig"),
+}, group="offpolicy", config=("cfg", "rlscale.train.offpolicy.configs:OffpolicyConfig"))
 MODEL = Axis("model.name", {
     "tiny": Option("a small Llama with a character tokenizer, warmed up by a cached supervised phase",
-                   "rlscale.engines.models.tiny_model:tiny_policy"),
+                   "rlscale.engines.models.tiny_model:tiny_policy", "rlscale.engines.models.configs:TinyModelConfig"),
     "hf": Option("a local Hugging Face checkpoint directory (Llama, Qwen2/Qwen3) or GGUF file",
-                 "rlscale.engines.models.hf_model:hf_policy"),
-}, group="model", presets=True)
+                 "rlscale.engines.models.hf_model:hf_policy", "rlscale.engines.models.configs:HFModelConfig"),
+}, group="model", presets=True, config=("cfg", "rlscale.engines.models.configs:ModelConfig"))
 TASK = Axis("task.name", {
     "reasoning_gym": Option("a reasoning-gym task by name, with its own verifier",
                             "rlscale.tasks.reasoning_gym:ReasoningGymTask"),
@@ -103,23 +112,26 @@ DEVICE = Axis("engine.device", {
     "cuda": Option("the GPU(s) of this process", "rlscale.train.components:cuda_device"),
 })
 LAUNCHER = Axis("launcher.name", {  # read by rlscale.sweep.dispatch
-    "local": Option("submitit's local executor on this machine"),
-    "slurm": Option("submitit SLURM job arrays (or the generated sbatch scripts)"),
-}, group="launcher")
+    "local": Option("submitit's local executor on this machine", config="rlscale.sweep.launchers:LocalConfig"),
+    "slurm": Option("submitit SLURM job arrays (or the generated sbatch scripts)",
+                    config="rlscale.sweep.launchers:SlurmConfig"),
+}, group="launcher", config=("cfg", "rlscale.sweep.launchers:LauncherConfig"))
 LOGGER = Axis("logger.name", {
-    "none": Option("metrics.jsonl only", "rlscale.tracking.sinks:no_tracker"),
+    "none": Option("metrics.jsonl only", "rlscale.tracking.sinks:no_tracker", "rlscale.tracking.sinks:LoggerConfig"),
     "tensorboard": Option("every metrics line mirrored to TensorBoard event files",
-                          "rlscale.tracking.sinks:tensorboard_sink"),
-    "wandb": Option("every metrics line mirrored to Weights & Biases", "rlscale.tracking.sinks:WandbSink"),
-    "mlflow": Option("every metrics line mirrored to MLflow", "rlscale.tracking.sinks:MlflowSink"),
-}, group="logger")
-LOGGER_MODE = Axis("logger.mode", {  # passed to W&B
+                          "rlscale.tracking.sinks:tensorboard_sink", "rlscale.tracking.sinks:TensorboardConfig"),
+    "wandb": Option("every metrics line mirrored to Weights & Biases", "rlscale.tracking.sinks:WandbSink",
+                    "rlscale.tracking.sinks:WandbConfig"),
+    "mlflow": Option("every metrics line mirrored to MLflow", "rlscale.tracking.sinks:MlflowSink",
+                     "rlscale.tracking.sinks:MlflowConfig"),
+}, group="logger", config=("cfg", "rlscale.tracking.sinks:LoggerConfig"))
+LOGGER_MODE = Axis("logger.mode", {  # passed to W&B; only logger=wandb has the field
     "offline": Option("W&B writes locally"),
     "online": Option("W&B syncs to its server"),
     "disabled": Option("W&B does nothing"),
 })
 
-TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, CURRICULUM, LENGTH)
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, NORMALIZATION, CURRICULUM, LENGTH, OFFPOLICY, MODEL, LAUNCHER, LOGGER)
 """The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from rlscale.config.axis import Axis
-from rlscale.config.registry import CURRICULUM, LENGTH, LOSS, OFFPOLICY, TYPED_BY_OPTION
+from rlscale.config.registry import (CURRICULUM, LAUNCHER, LENGTH, LOGGER, LOSS, MODEL, NORMALIZATION, OFFPOLICY,
+                                     TYPED_BY_OPTION)
 from rlscale.knobs import knob
 
 MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
@@ -28,30 +29,6 @@ def option_default(axis: Axis, name: str, paper: str = "Sec. 3.2") -> Any:
     return field(default_factory=lambda: axis.config_class(name)(),
                  metadata={"doc": f"the option's own config class ({axis.field} names it; default {name})",
                            "paper": paper, "axis": axis.field})
-
-
-@dataclass
-class ModelConfig:
-    """The policy: the embedded tiny Llama or a local Hugging Face checkpoint."""
-
-    name: str = knob("tiny", "``tiny``: a small Llama built from the sizes below, warmed up by a short deterministic "
-                     "supervised phase and cached by content hash, so every variant of a sweep starts from the same "
-                     "weights; ``hf``: a local Hugging Face checkpoint (``path``)")
-    path: Optional[str] = knob(None, "hf: the checkpoint directory (or the name of a packaged GGUF model)")
-    gguf_file: Optional[str] = knob(None, "hf: the GGUF file inside ``path``, de-quantized on load")
-    hidden_size: int = knob(128, "tiny: hidden size", gt=0)
-    num_layers: int = knob(2, "tiny: decoder layers", gt=0)
-    num_heads: int = knob(4, "tiny: attention heads", gt=0)
-    intermediate_size: int = knob(256, "tiny: MLP width", gt=0)
-    max_position_embeddings: int = knob(256, "tiny: longest sequence", gt=0)
-    warmup_steps: int = knob(300, "tiny: steps of the supervised warm-up", ge=0)
-    warmup_lr: float = knob(3.0e-3, "tiny: learning rate of the warm-up", gt=0)
-    warmup_batch: int = knob(64, "tiny: sequences per warm-up step", gt=0)
-    warmup_correct_fraction: float = knob(0.2, "tiny: fraction of warm-up demonstrations with the correct answer, so "
-                                          "the warmed-up policy is right some of the time (R0 low, not zero)",
-                                          ge=0, le=1)
-    dtype: str = knob("float32", "parameter dtype (float32, bfloat16, float16); bf16 weights train with FP32 master "
-                      "weights", one_of=("float32", "bfloat16", "float16"))
 
 
 @dataclass
@@ -119,14 +96,6 @@ class AggregationConfig:
 
 
 @dataclass
-class NormalizationConfig:
-    """Advantage normalization of A_i = r_i - mean(group)."""
-
-    name: str = knob("batch", "the advantage normalization", "Sec. 3.2")
-    eps: float = knob(1.0e-6, "added to the std, so a zero-variance group gets advantage 0", ge=0)
-
-
-@dataclass
 class PrecisionConfig:
     """Precision of the LM head."""
 
@@ -157,32 +126,6 @@ class GenerationConfig:
     max_think_tokens: int = knob(24, "think budget in tokens (paper: 12,288)", "Sec. 2", gt=0)
     max_answer_tokens: int = knob(8, "answer budget in tokens after the think trace (paper: 2,048)", "Sec. 2", gt=0)
     temperature: float = knob(1.0, "sampling temperature of training and eval generations", gt=0)
-
-
-@dataclass
-class OffpolicyConfig:
-    """How generation and training interleave. Each mode has its own k: PPO-off-policy-k's k is a batch count,
-    PipelineRL-k's a bound on staleness."""
-
-    name: str = knob("pipeline", "the off-policy algorithm", "Sec. 3.1")
-    batches_per_version: int = knob(2, "ppo: PPO-off-policy-k's k, the batches generated with one policy version "
-                                    "before k updates of one batch each, so a batch is 0..k-1 versions stale (0 or 1: "
-                                    "on-policy). Paper: 8 (4 and 8 equal); scaled down for the embedded default's "
-                                    "short runs", "Sec. 3.1", ge=0)
-    max_lag: int = knob(2, "pipeline: PipelineRL-k's k, the most versions a trained token's sampling policy may lag "
-                        "the trainer: generators wait when k + 1 batches ahead (0: on-policy). Paper: 8; scaled "
-                        "down for the embedded default's short runs (at 8 a 60-step tiny run dips below R0 first)",
-                        "Sec. 3.1", ge=0)
-    num_generators: int = knob(1, "pipeline: generator processes beside the trainer (on GPU machines on the GPUs "
-                                  "after the trainer's)", gt=0)
-    queue_size: int = knob(4, "pipeline: finished chunks waiting for the trainer at most; a full queue stalls the "
-                           "generators", gt=0)
-    update_every_tokens: int = knob(16, "pipeline: 0 = a generator takes new weights at its next decode step after "
-                                    "they are published, the paper's \"as soon as an update finishes\" (which version "
-                                    "samples which token then depends on timing); N > 0 = scheduled in-flight updates: "
-                                    "a chunk issued at version v samples decode step s with version v + s // N, so one "
-                                    "seed gives one curve, a resumed run included. On GPUs pass 0 or about the decode "
-                                    "steps a generator makes during one update", "Sec. 3.1", ge=0)
 
 
 OFFPOLICY_K = OFFPOLICY.table({"pipeline": "offpolicy.max_lag", "ppo": "offpolicy.batches_per_version"})
@@ -268,72 +211,28 @@ class EvalConfig:
 
 
 @dataclass
-class LauncherConfig:
-    """Where sweep variants run."""
-
-    name: str = knob("local", "the launcher")
-    max_parallel: int = knob(0, "local: runs at once (0 = as many lanes as the machine's GPUs or cores allow)", ge=0)
-    partition: Optional[str] = knob(None, "slurm: partition")
-    account: Optional[str] = knob(None, "slurm: account")
-    qos: Optional[str] = knob(None, "slurm: quality of service")
-    gpus_per_node: int = knob(0, "slurm: GPUs per job", ge=0)
-    nodes: int = knob(1, "nodes of one run's job (more than 1: launcher=slurm); the run's trainer ranks are "
-                      "``nodes`` x ``tasks_per_node`` less ``generator_tasks``, data parallel over DeepSpeed ZeRO",
-                      gt=0)
-    tasks_per_node: int = knob(1, "tasks per node of one run's job: trainer ranks (more than one in all: "
-                               "engine.learner=deepspeed; on CUDA at most ``gpus_per_node``, each task on the GPU of "
-                               "its local rank), then the generator tasks; rank 0 generates (unless generator tasks "
-                               "do), evaluates and writes the run folder, the other ranks share each update", gt=0)
-    generator_tasks: int = knob(0, "the job's last tasks that run PipelineRL's generators instead of trainer ranks, "
-                                "one generator each (on CUDA on its task's GPU), on any node, e.g. a second node of 8; "
-                                "they take the published weights over the network "
-                                "(rlscale.train.offpolicy.pipeline_remote). 0: the generators are "
-                                "``offpolicy.num_generators`` processes of rank 0, on its node", "Sec. 3.1", ge=0)
-    cpus_per_task: int = knob(1, "slurm: CPUs per job", gt=0)
-    mem_gb: float = knob(4.0, "slurm: memory per job in GB", gt=0)
-    timeout_min: int = knob(60, "slurm: time limit of a job in minutes", gt=0)
-    array_parallelism: int = knob(16, "slurm: jobs of one array running at once", gt=0)
-    signal_delay_s: int = knob(60, "slurm: seconds before the time limit at which a job is signalled; its run is "
-                               "marked preempted, requeued and resumes from its checkpoint", gt=0)
-    extra_sbatch: dict = knob({}, "slurm: further sbatch options, name -> value")
-    setup: List[str] = knob([], "shell lines run before each job, as written (module load, source a venv, "
-                                "export; $VARS expand)")
-
-
-@dataclass
-class LoggerConfig:
-    """Experiment tracking: every metrics.jsonl line mirrored to a tracker (``rlscale.tracking``)."""
-
-    name: str = knob("none", "the tracker")
-    dir: Optional[str] = knob(None, "TensorBoard's log folder or MLflow's tracking URI (default: tensorboard/ or "
-                              "mlruns/ in the run folder)")
-    project: str = knob("rlscale", "the W&B project or MLflow experiment")
-    mode: str = knob("offline", "W&B's mode")
-
-
-@dataclass
 class RunConfig:
     """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
 
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: Any = option_default(MODEL, "tiny", "")
     task: TaskConfig = field(default_factory=TaskConfig)
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     loss: Any = option_default(LOSS, "cispo")
     aggregation: AggregationConfig = field(default_factory=AggregationConfig)
-    normalization: NormalizationConfig = field(default_factory=NormalizationConfig)
+    normalization: Any = option_default(NORMALIZATION, "batch")
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
     filtering: FilteringConfig = field(default_factory=FilteringConfig)
     curriculum: Any = option_default(CURRICULUM, "no_positive_resampling")
     length: Any = option_default(LENGTH, "interruption")
     generation: GenerationConfig = field(default_factory=GenerationConfig)
-    offpolicy: OffpolicyConfig = field(default_factory=OffpolicyConfig)
+    offpolicy: Any = option_default(OFFPOLICY, "pipeline", "Sec. 3.1")
     batch: BatchConfig = field(default_factory=BatchConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    launcher: LauncherConfig = field(default_factory=LauncherConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    launcher: Any = option_default(LAUNCHER, "local", "")
+    logger: Any = option_default(LOGGER, "none", "")
     seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling", ge=0, le=MAX_SEED)
     sweep: str = knob("default", "the sweep the run belongs to (its results folder)")
     variant: str = knob("run", "the run's name within its sweep")
@@ -341,16 +240,37 @@ class RunConfig:
                     "results root")
     cache_dir: str = knob("~/.cache/rlscale",
                           "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
+    unread: Dict[str, Dict[str, Any]] = knob({}, "section -> knob -> value: what a config.yaml of one flat section "
+                                             "per axis held, off its default, for an option that never read it "
+                                             "(``offpolicy.batches_per_version: 8`` beside offpolicy=pipeline), "
+                                             "filled in as such a file is read and kept only for the run's "
+                                             "identity (``FLAT_DEFAULTS``); empty in a config composed now")
 
 
 FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "loss": {"eps_low": 0.2, "eps_high": 0.28, "cispo_cap": 4.0},
     "length": {"window": [20, 24], "l_max": 32, "l_cache": 5},
-    "curriculum": {"threshold": 0.9, "window": 1}}
+    "curriculum": {"threshold": 0.9, "window": 1},
+    "launcher": {"max_parallel": 0, "partition": None, "account": None, "qos": None, "cpus_per_task": 1,
+                 "mem_gb": 4.0, "array_parallelism": 16, "extra_sbatch": {}},
+    "logger": {"dir": None, "project": "rlscale", "mode": "offline"},
+    "normalization": {"eps": 1.0e-6},
+    "model": {"path": None, "gguf_file": None, "hidden_size": 128, "num_layers": 2, "num_heads": 4,
+              "intermediate_size": 256, "max_position_embeddings": 256, "warmup_steps": 300, "warmup_lr": 3.0e-3,
+              "warmup_batch": 64, "warmup_correct_fraction": 0.2},
+    "offpolicy": {"batches_per_version": 2, "max_lag": 2, "num_generators": 1, "queue_size": 4,
+                  "update_every_tokens": 16}}
 """The knobs that config.yaml files of one flat section per axis wrote for every option, at the defaults they had
 there. A written file's knob that its option does not have is one of these, never read by that option: it is dropped
-when the file is read (``rlscale.config.compose``); wherever configs are compared or hashed, a section lacking one
-reads it at this default (``without_default_sections``), so those run folders keep their identity and resume."""
+from its section when the file is read (``rlscale.config.compose``), and kept in ``RunConfig.unread`` when it is off
+this default (a sweep's shared ``offpolicy.batches_per_version=8`` beside offpolicy=pipeline); wherever configs are
+compared or hashed, a section lacking one reads it from ``unread``, else at this default
+(``without_default_sections``), so those run folders keep their identity and resume."""
+
+FLAT_UNREAD = ("normalization", "offpolicy", "model", "launcher", "logger")
+"""The sections of ``FLAT_DEFAULTS`` whose knobs no other option ever read, at any value: a written file's knob that
+its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
+``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""
 
 ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks", "engine.activation_checkpointing")
 """Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
@@ -360,12 +280,14 @@ schema fills them in), and wherever configs are compared or hashed one at its de
 
 def without_default_sections(fields: Dict[str, Any]) -> Dict[str, Any]:
     """``fields`` (a whole config as nested dicts) less each ``ABSENT_AS_DEFAULT`` section or field that equals its
-    default; each section typed by its option reads the ``FLAT_DEFAULTS`` knobs it lacks at their defaults."""
+    default; each section typed by its option reads the ``FLAT_DEFAULTS`` knobs it lacks at their defaults, or at the
+    value ``unread`` kept for it (which itself is left out)."""
     defaults = asdict(RunConfig())
     kept = dict(fields)
+    unread = kept.pop("unread", None) or {}
     for axis in TYPED_BY_OPTION:
         if isinstance(kept.get(axis.section), dict):
-            kept[axis.section] = {**FLAT_DEFAULTS[axis.section], **kept[axis.section]}
+            kept[axis.section] = {**FLAT_DEFAULTS[axis.section], **unread.get(axis.section, {}), **kept[axis.section]}
     for dotted in ABSENT_AS_DEFAULT:
         section, _, leaf = dotted.rpartition(".")
         into, default = (kept, defaults) if not section else (dict(kept.get(section, {})), defaults[section])

@@ -34,12 +34,20 @@ def _get(cfg: DictConfig, dotted: str):
     return node
 
 
+def _has(cfg: DictConfig, dotted: str) -> bool:
+    """Whether the config holds ``dotted``: a section typed by its option holds only that option's knobs
+    (``logger.mode`` only with logger=wandb)."""
+    section, _, leaf = dotted.rpartition(".")
+    return leaf in (_get(cfg, section) if section else cfg)
+
+
 def validate(cfg: DictConfig) -> List[str]:
     """Return every problem found (empty when the config is usable): the bounds each field declares
     (``rlscale.knobs``, on the typed config), the names of every axis, then what involves several fields."""
     problems: List[str] = bound_problems(OmegaConf.to_object(cfg), "")
     problems += [f"field '{key}': {problem}" for key in NAMES if (problem := name_problem(cfg[key]))]
-    problems += [problem for axis in AXES if (problem := axis.problem(_get(cfg, axis.field)))]
+    problems += [problem for axis in AXES
+                 if _has(cfg, axis.field) and (problem := axis.problem(_get(cfg, axis.field)))]
     if cfg.model.name == "tiny" and cfg.model.num_heads > 0 and cfg.model.hidden_size % cfg.model.num_heads:
         problems.append(f"field 'model.hidden_size': must be a multiple of model.num_heads ({cfg.model.num_heads}), "
                         f"got {cfg.model.hidden_size}")

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import List, Tuple
 
-from rlscale.config.schema import LauncherConfig
+from rlscale.sweep.launchers import LocalConfig
 from rlscale.gpus import driver_gpu_count, gpu_count_override
 
 
@@ -56,7 +56,7 @@ class Lane:
         return {"gpus_per_node": len(self.gpus), "visible_gpus": self.gpus, "tasks_per_node": self.tasks}
 
 
-def deal_lanes(n_runs: int, launcher: LauncherConfig, gpus: Tuple[int, ...], cores: int) -> List[Lane]:
+def deal_lanes(n_runs: int, launcher: LocalConfig, gpus: Tuple[int, ...], cores: int) -> List[Lane]:
     """Runs dealt round-robin into lanes: one per ``launcher.gpus_per_node`` GPUs (at least
     ``launcher.tasks_per_node``) when there are GPUs, else one per ``launcher.tasks_per_node`` cores; at most
     ``launcher.max_parallel`` and at most one per run."""

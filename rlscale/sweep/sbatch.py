@@ -9,6 +9,7 @@ a newline there would end the comment and start a command.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import shlex
@@ -21,6 +22,7 @@ import jinja2
 from omegaconf import DictConfig, OmegaConf
 
 from rlscale.paths import SLURM_DIR
+from rlscale.sweep.launchers import LauncherConfig, SlurmConfig
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.sweep.spec import SpecError, single_line
 
@@ -37,7 +39,7 @@ def job_tasks(launcher: DictConfig) -> int:
 
 
 def sbatch_options(launcher: DictConfig) -> Dict[str, OptionValue]:
-    """sbatch options (underscore names, as submitit takes them) of a ``launcher`` config: partition,
+    """sbatch options (underscore names, as submitit takes them) of a launcher=slurm section (``as_slurm``): partition,
     account, qos, the job's shape (nodes, tasks per node), GPUs, CPUs (per task), memory (per node), time limit,
     then ``extra_sbatch`` (which may override them)."""
     options: Dict[str, OptionValue] = {
@@ -99,15 +101,26 @@ def _parse_or_refuse(text: str, where: str, shown: bool = True) -> None:
         raise SpecError(f"{where}: not a shell line ({detail})" + (f": {text!r}" if shown else ""))
 
 
+def as_slurm(launcher: DictConfig) -> DictConfig:
+    """The SLURM section of a run: its ``launcher`` with launcher=slurm, else SLURM's defaults
+    (``rlscale.sweep.launchers.SlurmConfig``) with the knobs both launchers have (the job's shape, time limit,
+    setup), which the sbatch script that a dry run writes for every run asks for."""
+    if launcher.name == "slurm":
+        return launcher
+    shared = {f.name for f in dataclasses.fields(LauncherConfig)} - {"name"}
+    return OmegaConf.merge(OmegaConf.structured(SlurmConfig),
+                           {key: value for key, value in OmegaConf.to_container(launcher).items() if key in shared})
+
+
 def check_launcher(launcher: DictConfig) -> None:
     """Raise ``SpecError`` if the launcher config cannot be turned into SLURM options."""
-    sbatch_options(launcher)
+    sbatch_options(as_slurm(launcher))
     setup_commands(launcher)
 
 
 def render_sbatch(run: ResolvedRun, sweep: str) -> str:
     """The sbatch script of ``run`` (run it with plain ``sbatch``)."""
-    launcher = run.cfg.launcher
+    launcher = as_slurm(run.cfg.launcher)
     run_dir = str(run.run_dir)  # the results root is single-line (resolve.results_root), the names safe
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True, autoescape=False,

@@ -6,45 +6,50 @@ configured choice, imported only when chosen."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Optional
 
 import torch
 
-from rlscale.config.registry import AGGREGATION, CURRICULUM, DEVICE, LENGTH, MODEL, NORMALIZATION, OFFPOLICY, TASK
+from rlscale.config.registry import (AGGREGATION, CURRICULUM, DEVICE, LENGTH, LOSS, MODEL, NORMALIZATION, OFFPOLICY,
+                                     TASK)
 from rlscale.config.schema import RunConfig, TaskConfig
 from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
-from rlscale.engines.learners.build import LearnerSettings, auto_checkpointing, build_learner
+from rlscale.engines.learners.build import LearnerSettings, build_learner
+from rlscale.engines.memory import JobLayout, ModelShape, checkpointing_needed
+from rlscale.engines.models.configs import PolicyInputs
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
 from rlscale.gpus import driver_gpu_count
 from rlscale.rl import NoPositiveResamplingPool
-from rlscale.rl.advantages import Normalization
+from rlscale.rl.advantages import Normalization, NormalizationConfig
 from rlscale.rl.aggregation import Denominator
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
 from rlscale.tasks.base import Task
 from rlscale.tasks.mixture import MixtureTask, Part
+from rlscale.tracking.sinks import TrackedRun
 from rlscale.train.compute import ComputeMeter
 from rlscale.train.evaluate import DownstreamEval
+from rlscale.train.offpolicy.source import SourceInputs
 from rlscale.train.rollouts import RolloutSampler, RolloutSource
 
 
 @dataclass(frozen=True)
 class Objective:
     """The choices of the RL objective that the loop applies to a batch (Sec. 3.2), resolved once from their names:
-    zero-variance filtering, the advantage normalization (with its eps) and the loss aggregation's denominator."""
+    zero-variance filtering, the advantage normalization (with its section) and the loss aggregation's denominator."""
 
     zero_variance: bool
     normalize: Normalization
-    eps: float
+    normalization: NormalizationConfig
     denominator_of: Denominator
 
     @classmethod
     def of(cls, cfg: RunConfig) -> "Objective":
-        return cls(cfg.filtering.zero_variance, NORMALIZATION.load(cfg.normalization.name), cfg.normalization.eps,
+        return cls(cfg.filtering.zero_variance, NORMALIZATION.load(cfg.normalization.name), cfg.normalization,
                    AGGREGATION.load(cfg.aggregation.name))
 
 
@@ -123,7 +128,8 @@ def formatted_task(task_cfg: TaskConfig) -> FormattedTask:
 def build_policy(cfg: RunConfig, task: Task, device: torch.device):
     """(model, tokenizer) of ``model.name``: the cached warmed-up tiny Llama or a local HF checkpoint; the
     tokenizer renders prompts with ``generation.think`` resolved for that model."""
-    model, tok = MODEL.load(cfg.model.name)(cfg, task)
+    inputs = PolicyInputs(task, cfg.task, tuple(cfg.mixture.parts), cfg.length.phrase, Path(cfg.cache_dir))
+    model, tok = MODEL.load(cfg.model.name)(cfg.model, inputs)
     tok = replace(tok, think=resolve_think(cfg.generation.think, tok.think, cfg.length.name))
     return model.to(device).eval(), tok
 
@@ -143,12 +149,42 @@ def longest_sequence(task: Task, tok, generator) -> int:
     return longest_prompt(task, tok) + longest_completion
 
 
+def generator_settings(cfg: RunConfig) -> GeneratorSettings:
+    """The generator's own settings, made from the run's config once (a PipelineRL generator process is built from
+    them alone)."""
+    return GeneratorSettings(cfg.engine.generator, cfg.generation, cfg.length, cfg.precision.lm_head_fp32,
+                             cfg.engine.compile, cfg.seed)
+
+
+def learner_settings_of(cfg: RunConfig, compiled: bool = False, max_width: int = 0,
+                        checkpointing: Optional[bool] = None) -> LearnerSettings:
+    """The learner's own settings, with the loss ``loss.name`` names resolved once. ``checkpointing``:
+    ``engine.activation_checkpointing`` resolved (``auto_checkpointing``); None: as configured, ``auto`` as off (as
+    on CPU)."""
+    resolved = cfg.engine.activation_checkpointing is True if checkpointing is None else checkpointing
+    return LearnerSettings(cfg.engine.learner, cfg.optim, cfg.loss, LOSS.load(cfg.loss.name),
+                           cfg.precision.lm_head_fp32, cfg.generation.temperature, cfg.batch.micro_batch,
+                           cfg.engine.zero_stage, cfg.model.dtype, compiled, max_width, resolved)
+
+
+def auto_checkpointing(cfg: RunConfig, model, prompt_tokens: int, device: torch.device) -> bool:
+    """``engine.activation_checkpointing`` resolved for this run's job on ``device`` (``checkpointing_needed``): with
+    ``auto``, on when the memory estimate of the trainer GPU for ``model``'s shape and prompts of
+    ``prompt_tokens`` (the run's longest) does not fit the card without it; every rank of a job resolves it
+    alike (the estimate is rank 0's)."""
+    setting = cfg.engine.activation_checkpointing
+    if setting != "auto" or device.type != "cuda":  # as set; auto is off on CPU
+        return setting is True
+    return checkpointing_needed(ModelShape.of_config(model.config), JobLayout.of(cfg, prompt_tokens),
+                                torch.cuda.get_device_properties(device).total_memory)
+
+
 def learner_settings(cfg: RunConfig, task: Task, tok, model, device: torch.device, compiled: bool = False,
                      width: int = 0) -> LearnerSettings:
     """The learner's settings with ``engine.activation_checkpointing`` resolved for the run's longest prompt on
-    ``device`` (``rlscale.engines.learners.build.auto_checkpointing``; on CPU no prompt is read)."""
+    ``device`` (``auto_checkpointing``; on CPU no prompt is read)."""
     prompt = longest_prompt(task, tok) if device.type == "cuda" else 0
-    return LearnerSettings.of(cfg, compiled, width, auto_checkpointing(cfg, model, prompt, device))
+    return learner_settings_of(cfg, compiled, width, auto_checkpointing(cfg, model, prompt, device))
 
 
 def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:
@@ -157,15 +193,22 @@ def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:
 
 
 def build_source(cfg: RunConfig, sampler: RolloutSampler, model, run_dir: Path) -> RolloutSource:
-    """The rollout source of ``offpolicy.name`` (Sec. 3.1)."""
-    return OFFPOLICY.load(cfg.offpolicy.name)(cfg, sampler, model, run_dir)
+    """The rollout source of ``offpolicy.name`` (Sec. 3.1), handed its own section and the run's parts it uses."""
+    inputs = SourceInputs(sampler, model, Path(run_dir), generator_settings(cfg), cfg.batch,
+                          cfg.launcher.generator_tasks)
+    return OFFPOLICY.load(cfg.offpolicy.name)(cfg.offpolicy, inputs)
+
+
+def tracked_run(cfg: RunConfig, run_dir: Path) -> TrackedRun:
+    """The run an experiment tracker follows (``logger=``): its name, folder and config as plain data."""
+    return TrackedRun(f"{cfg.sweep}/{cfg.variant}", Path(run_dir), asdict(cfg))
 
 
 def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
-    generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
+    generator = build_generator(generator_settings(cfg), model, tok, device)
     compiled = cfg.engine.compile and device.type == "cuda"
     width = longest_sequence(task, tok, generator) if compiled else 0
     learner = build_learner(learner_settings(cfg, task, tok, model, device, compiled, width), model)
@@ -193,8 +236,8 @@ def serve_generator_task(cfg: RunConfig, run_dir: Path, index: int) -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     model, tok = build_policy(cfg, build_task(cfg), device)
-    settings = GeneratorSettings.of(cfg)
-    spec = GeneratorSpec(settings, cfg.offpolicy, tok, cfg.batch.generations, cfg.engine.threads)
+    settings = generator_settings(cfg)
+    spec = GeneratorSpec(settings, cfg.offpolicy.update_every_tokens, tok, cfg.batch.generations, cfg.engine.threads)
     return serve(spec, lambda replica: build_generator(settings, replica, tok, device), model, index,
                  cfg.launcher.generator_tasks, Path(run_dir) / f"generator-task-{index}.log")
 

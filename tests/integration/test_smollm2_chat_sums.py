@@ -12,7 +12,8 @@ import importlib.util
 import pytest
 
 from rlscale.config.compose import compose_run_config, typed
-from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.engines.generators.build import build_generator
+from rlscale.train.components import generator_settings
 from rlscale.train.components import build_policy, build_task, prepare_process
 from rlscale.train.evaluate import evaluate
 
@@ -31,7 +32,7 @@ def test_smollm2_without_thinking_answers_sums_at_step_0():
     model, tok = build_policy(cfg, task, device)
     assert tok.think is False  # auto: SmolLM2's chat template has no thinking turn
     assert not tok.tokenizer.decode(tok.encode_prompt("What is 4 + 5?")).rstrip().endswith("<think>")
-    result = evaluate(task, tok, build_generator(GeneratorSettings.of(cfg), model, tok, device), task.val_problems(),
+    result = evaluate(task, tok, build_generator(generator_settings(cfg), model, tok, device), task.val_problems(),
                       cfg.trainer.eval_samples, cfg.seed, step=0, logged=2)
     assert result.val_samples >= 200
     assert result.val_reward >= 0.15, result

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from rlscale.config.schema import OFFPOLICY_K, ModelConfig, RunConfig
+from rlscale.config.schema import OFFPOLICY_K, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.engines.generators.vllm_trace import Phase, Trace, TraceRules
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.policy import token_logprobs
@@ -109,7 +110,7 @@ def tok() -> CharTokenizer:
 @pytest.fixture(scope="module")
 def model(tok):
     torch.manual_seed(0)
-    return build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    return build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval()
 
 
 def start_generator(model, tok, lm_head_fp32: bool = True):

@@ -22,12 +22,13 @@ from typing import List
 
 import torch
 
-from rlscale.config.schema import BatchConfig, EngineConfig, GenerationConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, EngineConfig, GenerationConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.core.types import TrainBatch
-from rlscale.engines.learners.build import LearnerSettings
+from rlscale.train.components import learner_settings_of
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.rl import aggregation_weights, compute_advantages
-from rlscale.rl.advantages import by_batch
+from rlscale.rl.advantages import StdConfig, by_batch
 from rlscale.rl.aggregation import prompt_denominator
 from rlscale.rl.losses import DapoConfig
 
@@ -47,7 +48,7 @@ def run_config(zero_stage: int, long_sequence: bool = False) -> RunConfig:
     smooth function of the gradient (with eps 1e-15 it is sign(g), and gradients at rounding level would
     flip it)."""
     return RunConfig(
-        model=ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
+        model=TinyModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
                           max_position_embeddings=32, dtype="float32"),
         loss=DapoConfig(eps_low=0.2, eps_high=0.28, tis_cap=2.0, kl_coef=0.05),
         generation=GenerationConfig(temperature=0.9),
@@ -72,7 +73,7 @@ def synthetic_batch(model, cfg: RunConfig, seed: int) -> TrainBatch:
 
 
 def update(learner, batch: TrainBatch, cfg: RunConfig) -> dict:
-    advantages = compute_advantages(batch.rewards, batch.group_ids, by_batch)
+    advantages = compute_advantages(batch.rewards, batch.group_ids, by_batch, StdConfig())
     weights = aggregation_weights(batch.mask, batch.group_ids, prompt_denominator)
     result = learner.step(batch, advantages, weights)
     return {**asdict(result), "lr": learner.scheduler.get_last_lr()[0]}
@@ -83,7 +84,7 @@ def snapshot(model) -> dict:
 
 
 def build_learner(kind: str, cfg: RunConfig, model):
-    settings = LearnerSettings.of(cfg)
+    settings = learner_settings_of(cfg)
     if settings.checkpointing:
         settings = replace(settings, head_chunk=LONG_HEAD_CHUNK)
     ref_model = copy.deepcopy(model).eval()

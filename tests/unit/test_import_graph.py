@@ -174,6 +174,50 @@ def test_rl_receives_callables_and_numbers_and_imports_nothing_of_config():
             for t in targets if t.startswith("rlscale.config")] == []
 
 
+RUN_CONFIG_READERS = {
+    "rlscale.config": "composes, types, validates and documents the whole run config",
+    "rlscale.train.components": "the builder: hands each component its typed section or a settings bundle",
+    "rlscale.train.entry": "a run's entry: reads and validates config.yaml, hands the config to the loop",
+    "rlscale.train.loop": "the run itself: builds its components (train.components), its cadence, its identity",
+    "rlscale.train.checkpoint": "the run folder's identity: a hash of the whole config",
+    "rlscale.engines.memory": "the memory estimate of a whole job (model, batch, budgets, launcher shape)",
+}
+"""The modules that may take the whole ``RunConfig``, with the reason (docs/architecture.md lists them too). Every
+other module is handed its own typed section or a settings bundle (``GeneratorSettings``, ``LearnerSettings``,
+``SourceInputs``, ``PolicyInputs``, ``TrackedRun``), built by ``train.components``."""
+
+
+def names_run_config(path: Path) -> bool:
+    """Whether the module's code names ``RunConfig``: imports it, annotates with it or reads it (docstrings and
+    comments aside)."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Name) and node.id == "RunConfig" or isinstance(node, ast.alias)
+                and node.name.rpartition(".")[2] == "RunConfig" or isinstance(node, ast.Attribute)
+                and node.attr == "RunConfig"):
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() == "RunConfig":
+            return True  # a quoted annotation
+    return False
+
+
+def test_only_the_run_s_own_modules_take_the_whole_run_config():
+    """Components (generators, learners, models, tasks, trackers, rollout sources, rl) get their section or a
+    bundle; a new module that takes ``RunConfig`` fails here until it is one of ``RUN_CONFIG_READERS``."""
+    readers = [name for name, path in module_names().items() if names_run_config(path)]
+    allowed = tuple(RUN_CONFIG_READERS)
+    assert [m for m in readers if not any(m == a or m.startswith(a + ".") for a in allowed)] == []
+    assert all(any(m == a or m.startswith(a + ".") for m in readers) for a in allowed)  # no stale entry
+
+
+def test_a_component_that_takes_the_run_config_is_found(tmp_path):
+    module = tmp_path / "sink.py"
+    module.write_text('"""Built from RunConfig."""\nfrom rlscale.config import schema\n\n'
+                      "def sink(cfg: schema.RunConfig):\n    return cfg\n")
+    assert names_run_config(module)
+    module.write_text('"""Built from its section, never the RunConfig."""\n\ndef sink(cfg):\n    return cfg\n')
+    assert not names_run_config(module)
+
+
 def test_every_module_has_a_layer():
     for module in import_graph():
         layer_of(module)

@@ -9,15 +9,16 @@ from dataclasses import dataclass
 import torch
 
 from rlscale.config.registry import GENERATOR
-from rlscale.config.schema import GenerationConfig, RunConfig
+from rlscale.config.schema import GenerationConfig
 from rlscale.core.protocols import Generator, PolicyTokenizer
 from rlscale.rl.length import LengthConfig
 
 
 @dataclass(frozen=True)
 class GeneratorSettings:
-    """``backend``: ``engine.generator``; ``compiled``: ``engine.compile`` (the torch generator's GPU path);
-    ``fp32_head``: ``precision.lm_head_fp32``; ``seed``: the run's seed (vLLM's engine seed)."""
+    """Made from the run's config by ``rlscale.train.components.generator_settings``. ``backend``:
+    ``engine.generator``; ``compiled``: ``engine.compile`` (the torch generator's GPU path); ``fp32_head``:
+    ``precision.lm_head_fp32``; ``seed``: the run's seed (vLLM's engine seed)."""
 
     backend: str
     generation: GenerationConfig
@@ -25,11 +26,6 @@ class GeneratorSettings:
     fp32_head: bool
     compiled: bool
     seed: int
-
-    @classmethod
-    def of(cls, cfg: RunConfig) -> "GeneratorSettings":
-        return cls(cfg.engine.generator, cfg.generation, cfg.length, cfg.precision.lm_head_fp32, cfg.engine.compile,
-                   cfg.seed)
 
 
 def build_generator(settings: GeneratorSettings, model, tok: PolicyTokenizer, device: torch.device) -> Generator:

@@ -7,28 +7,26 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Optional
 
-import torch
-
-from rlscale.config.registry import LEARNER, LOSS
-from rlscale.config.schema import OptimConfig, RunConfig
+from rlscale.config.registry import LEARNER
+from rlscale.config.schema import OptimConfig
 from rlscale.core.protocols import Learner
-from rlscale.engines.memory import HEAD_CHUNK_TOKENS, JobLayout, ModelShape, checkpointing_needed
+from rlscale.engines.memory import HEAD_CHUNK_TOKENS
 from rlscale.rl.losses import LossConfig, PolicyLoss
 
 
 @dataclass(frozen=True)
 class LearnerSettings:
-    """``backend``: ``engine.learner``; ``optim``: the optimizer section; ``loss``: the loss section (its option's
-    config class) and ``policy``: the loss it names, resolved once here;
+    """Made from the run's config by ``rlscale.train.components.learner_settings_of``. ``backend``:
+    ``engine.learner``; ``optim``: the optimizer section; ``loss``: the loss section (its option's config class) and
+    ``policy``: the loss it names, resolved once there;
     ``fp32_head``: ``precision.lm_head_fp32``; ``temperature``: ``generation.temperature``; ``micro_batch``:
     ``batch.micro_batch`` (sequences per forward/backward, per rank under DeepSpeed; 0 = all);
     ``zero_stage``: ``engine.zero_stage`` and ``dtype``: ``model.dtype`` (DeepSpeed); ``compiled``: the torch
     learner compiles its log-prob pass (``engine.compile`` on CUDA); ``max_width``: the width every compiled
     batch is padded to (the run's longest sequence; 0 = none, ``rlscale.engines.learners.torch_learner``);
     ``checkpointing``: activation checkpointing per decoder layer (``engine.activation_checkpointing``
-    resolved, ``auto_checkpointing``); ``head_chunk``: positions per pass of the LM head
+    resolved, ``rlscale.train.components.auto_checkpointing``); ``head_chunk``: positions per pass of the LM head
     (``rlscale.engines.models.policy.chunked_head_logprobs``; 0 = the whole micro-batch)."""
 
     backend: str
@@ -44,29 +42,6 @@ class LearnerSettings:
     max_width: int = 0
     checkpointing: bool = False
     head_chunk: int = HEAD_CHUNK_TOKENS
-
-    @classmethod
-    def of(cls, cfg: RunConfig, compiled: bool = False, max_width: int = 0,
-           checkpointing: Optional[bool] = None) -> "LearnerSettings":
-        """``checkpointing``: ``engine.activation_checkpointing`` resolved (``auto_checkpointing``); None: as
-        configured, ``auto`` as off (as on CPU)."""
-        setting = cfg.engine.activation_checkpointing
-        resolved = setting is True if checkpointing is None else checkpointing
-        return cls(cfg.engine.learner, cfg.optim, cfg.loss, LOSS.load(cfg.loss.name), cfg.precision.lm_head_fp32,
-                   cfg.generation.temperature, cfg.batch.micro_batch, cfg.engine.zero_stage, cfg.model.dtype, compiled,
-                   max_width, resolved)
-
-
-def auto_checkpointing(cfg: RunConfig, model, prompt_tokens: int, device: torch.device) -> bool:
-    """``engine.activation_checkpointing`` resolved for this run's job on ``device`` (``checkpointing_needed``): with
-    ``auto``, on when the memory estimate of the trainer GPU for ``model``'s shape and prompts of
-    ``prompt_tokens`` (the run's longest) does not fit the card without it; every rank of a job resolves it
-    alike (the estimate is rank 0's)."""
-    setting = cfg.engine.activation_checkpointing
-    if setting != "auto" or device.type != "cuda":  # as set; auto is off on CPU
-        return setting is True
-    return checkpointing_needed(ModelShape.of_config(model.config), JobLayout.of(cfg, prompt_tokens),
-                                torch.cuda.get_device_properties(device).total_memory)
 
 
 def build_learner(settings: LearnerSettings, model) -> Learner:

@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from rlscale.config.schema import ModelConfig, RunConfig
+from rlscale.engines.models.configs import HFModelConfig, PolicyInputs
 from rlscale.core.types import THINK_CLOSE, THINK_OPEN
 from rlscale.engines.models.thinking import template_thinks
-from rlscale.tasks.base import Task
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -58,7 +57,7 @@ def smollm2_gguf_path() -> Tuple[str, str]:
     return str(directory), files[0].name
 
 
-def resolve_checkpoint(cfg: ModelConfig) -> Checkpoint:
+def resolve_checkpoint(cfg: HFModelConfig) -> Checkpoint:
     """The checkpoint named by ``model.path`` / ``model.gguf_file``, checked to exist."""
     if not cfg.path:
         raise ValueError("model.path: not set (a local Hugging Face checkpoint directory, or 'smollm2')")
@@ -75,7 +74,7 @@ def resolve_checkpoint(cfg: ModelConfig) -> Checkpoint:
     return Checkpoint(str(directory), cfg.gguf_file)
 
 
-def load_hf_policy(cfg: ModelConfig, device: Union[str, torch.device],
+def load_hf_policy(cfg: HFModelConfig, device: Union[str, torch.device],
                    cache_dir: Optional[Path] = None) -> Tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
     """(model, tokenizer) from the local checkpoint, weights in ``model.dtype`` on ``device``, in eval mode.
     The tokenizer pads with its end-of-sequence token when it has no pad token. With ``cache_dir``, a GGUF
@@ -206,8 +205,8 @@ class HFPolicyTokenizer:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
 
-def hf_policy(cfg: RunConfig, task: Task) -> Tuple["PreTrainedModel", HFPolicyTokenizer]:
+def hf_policy(cfg: HFModelConfig, inputs: PolicyInputs) -> Tuple["PreTrainedModel", HFPolicyTokenizer]:
     """``model.name=hf``: (model on CPU, policy tokenizer) for the trainer, which moves the model to its device;
     the tokenizer thinks when the chat template knows a thinking turn (``generation.think=auto``'s answer)."""
-    model, tokenizer = load_hf_policy(cfg.model, "cpu", Path(cfg.cache_dir))
-    return model, HFPolicyTokenizer(tokenizer, cfg.length.phrase, think=template_thinks(tokenizer.chat_template))
+    model, tokenizer = load_hf_policy(cfg, "cpu", inputs.cache_dir)
+    return model, HFPolicyTokenizer(tokenizer, inputs.phrase, think=template_thinks(tokenizer.chat_template))

@@ -2,7 +2,7 @@
 or a checkpoint's ``config.json`` (or GGUF header) as transformers reads it, offline."""
 from __future__ import annotations
 
-from rlscale.config.schema import ModelConfig
+from rlscale.engines.models.configs import ModelConfig
 from rlscale.engines.memory import ModelShape
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 

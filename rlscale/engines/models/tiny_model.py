@@ -24,7 +24,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from rlscale.config.registry import TASK
-from rlscale.config.schema import MixturePart, ModelConfig, RunConfig, TaskConfig
+from rlscale.config.schema import MixturePart, TaskConfig
+from rlscale.engines.models.configs import PolicyInputs, TinyModelConfig
 from rlscale.core import types as core_types
 from rlscale.core.types import THINK_CLOSE
 from rlscale.engines.models.char_tokenizer import CharTokenizer
@@ -36,7 +37,7 @@ from rlscale.tasks.mixture import MixtureTask
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)
 
 
-def tiny_llama_config(cfg: ModelConfig, vocab_size: int) -> LlamaConfig:
+def tiny_llama_config(cfg: TinyModelConfig, vocab_size: int) -> LlamaConfig:
     return LlamaConfig(vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
                        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_heads,
                        intermediate_size=cfg.intermediate_size,
@@ -44,7 +45,7 @@ def tiny_llama_config(cfg: ModelConfig, vocab_size: int) -> LlamaConfig:
                        bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 
-def build_tiny_llama(cfg: ModelConfig, vocab_size: int) -> LlamaForCausalLM:
+def build_tiny_llama(cfg: TinyModelConfig, vocab_size: int) -> LlamaForCausalLM:
     return LlamaForCausalLM(tiny_llama_config(cfg, vocab_size))
 
 
@@ -60,7 +61,7 @@ def perturbed(demo: Demonstration, offset: int) -> Demonstration:
     return Demonstration(think=demo.think, answer=answer)
 
 
-def warmup_sequences(task: Task, tok: CharTokenizer, cfg: ModelConfig, gen: torch.Generator
+def warmup_sequences(task: Task, tok: CharTokenizer, cfg: TinyModelConfig, gen: torch.Generator
                      ) -> List[Tuple[List[int], int]]:
     """(token ids, prompt length) of one supervised example per training problem, noise drawn from gen."""
     out = []
@@ -80,7 +81,7 @@ def warmup_sequences(task: Task, tok: CharTokenizer, cfg: ModelConfig, gen: torc
     return out
 
 
-def supervised_warmup(model: LlamaForCausalLM, seqs: List[Tuple[List[int], int]], cfg: ModelConfig,
+def supervised_warmup(model: LlamaForCausalLM, seqs: List[Tuple[List[int], int]], cfg: TinyModelConfig,
                       gen: torch.Generator) -> List[float]:
     """Deterministic next-token training on the completions; returns the loss curve."""
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.warmup_lr, weight_decay=0.0)
@@ -147,7 +148,7 @@ def library_versions(names: Sequence[str]) -> Dict[str, str]:
     return {name: version(name).split("+")[0] for name in names}
 
 
-def tiny_model_key(model_cfg: ModelConfig, task_cfg: TaskConfig, tok: CharTokenizer,
+def tiny_model_key(model_cfg: TinyModelConfig, task_cfg: TaskConfig, tok: CharTokenizer,
                    parts: Sequence[MixturePart] = ()) -> str:
     """The cache key of the warmed-up tiny model: its configs (a mixture's parts among them), the vocabulary,
     the code that builds the warm-up (``warmup_code``) and the libraries it runs on (``WARMUP_LIBRARIES``)."""
@@ -171,7 +172,7 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def load_or_build_tiny(model_cfg: ModelConfig, task_cfg: TaskConfig, task: Task, tok: CharTokenizer,
+def load_or_build_tiny(model_cfg: TinyModelConfig, task_cfg: TaskConfig, task: Task, tok: CharTokenizer,
                        cache_dir: Path, parts: Sequence[MixturePart] = ()) -> LlamaForCausalLM:
     """The warmed-up tiny model, from the cache when present; built under a file lock otherwise, so
     parallel variants of a sweep build it once."""
@@ -196,11 +197,12 @@ def load_or_build_tiny(model_cfg: ModelConfig, task_cfg: TaskConfig, task: Task,
         return model
 
 
-def tiny_policy(cfg: RunConfig, task: Task) -> Tuple[LlamaForCausalLM, CharTokenizer]:
+def tiny_policy(cfg: TinyModelConfig, inputs: PolicyInputs) -> Tuple[LlamaForCausalLM, CharTokenizer]:
     """``model.name=tiny``: the warmed-up tiny Llama (warmed up with thinking on, so its tokenizer thinks) and the
     char tokenizer, on CPU; the trainer moves the model to its device."""
-    tok = CharTokenizer(cfg.length.phrase)
+    tok = CharTokenizer(inputs.phrase)
+    task = inputs.task
     if isinstance(task, MixtureTask):  # a mixture's weights shape its RL pool, not its starting policy
-        parts = [replace(part, weight=1.0) for part in cfg.mixture.parts]
-        return load_or_build_tiny(cfg.model, cfg.task, task.evenly_weighted(), tok, Path(cfg.cache_dir), parts), tok
-    return load_or_build_tiny(cfg.model, cfg.task, task, tok, Path(cfg.cache_dir)), tok
+        parts = [replace(part, weight=1.0) for part in inputs.parts]
+        return load_or_build_tiny(cfg, inputs.task_cfg, task.evenly_weighted(), tok, inputs.cache_dir, parts), tok
+    return load_or_build_tiny(cfg, inputs.task_cfg, task, tok, inputs.cache_dir), tok

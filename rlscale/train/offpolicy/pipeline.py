@@ -44,7 +44,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 
 import torch
 
-from rlscale.config.schema import BatchConfig, OffpolicyConfig, RunConfig
+from rlscale.config.schema import BatchConfig
 from rlscale.core.seeds import derived_seed
 from rlscale.engines.compile_cost import STALLS
 from rlscale.engines.generators.build import GeneratorSettings
@@ -54,9 +54,12 @@ from rlscale.train.checkpoint import CHECKPOINT
 from rlscale.train.offpolicy.pipeline_remote import RemoteGeneratorPool
 from rlscale.train.offpolicy.pipeline_weights import POLL_S, Weights
 from rlscale.train.offpolicy.pipeline_workers import ChunkRequest, ChunkResult, GeneratorPool, GeneratorSpec, generator_devices
+from rlscale.train.offpolicy.configs import PipelineConfig
+from rlscale.train.offpolicy.source import SourceInputs
 from rlscale.train.rollouts import RolloutSampler
 
 CHUNK_SEED_BASE = 104_729_000_000
+
 
 
 @dataclass
@@ -91,7 +94,7 @@ def split_cpu_threads(device: torch.device, generators: int) -> int:
 class PipelineSource:
     """PipelineRL-k as a ``RolloutSource`` (see the module docstring for the protocol and its bound)."""
 
-    def __init__(self, off: OffpolicyConfig, generator: GeneratorSettings, batch: BatchConfig, sampler: RolloutSampler,
+    def __init__(self, off: PipelineConfig, generator: GeneratorSettings, batch: BatchConfig, sampler: RolloutSampler,
                  model: torch.nn.Module, run_dir: Path, generator_tasks: int = 0):
         if off.num_generators < 1 or off.queue_size < 1:
             raise ValueError(f"offpolicy.num_generators and offpolicy.queue_size must be >= 1, got "
@@ -105,13 +108,12 @@ class PipelineSource:
         self.seed = generator.seed
         device = next(model.parameters()).device
         if generator_tasks:  # the job's generator tasks (rlscale.train.offpolicy.pipeline_remote)
-            slots = off.max_lag + 1 if self.scheduled else 1
-            self.workers = RemoteGeneratorPool(generator_tasks, model, slots, off.queue_size)
+            self.workers = RemoteGeneratorPool(generator_tasks, model, off.slots, off.queue_size)
         else:
-            spec = GeneratorSpec(generator, off, sampler.tok, batch.generations,
-                                 split_cpu_threads(device, off.num_generators))
-            self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.queue_size,
-                                         run_dir)
+            spec = GeneratorSpec(generator, off.update_every_tokens, tok=sampler.tok, generations=batch.generations,
+                                 threads=split_cpu_threads(device, off.num_generators))
+            self.workers = GeneratorPool(spec, generator_devices(device, off.num_generators), model, off.slots,
+                                         off.queue_size, run_dir)
         self.consumed = 0                      # groups handed to the trainer
         self.issued = 0                        # groups sent to the generators (stream positions < issued)
         self.ready: Deque[ScoredGroup] = deque()          # scored, in stream order, not yet consumed
@@ -124,12 +126,11 @@ class PipelineSource:
         self.mark: Optional[tuple[float, float, float]] = None  # (time, busy s, load s) at the last metrics
 
     @classmethod
-    def from_config(cls, cfg: RunConfig, sampler: RolloutSampler, model: torch.nn.Module,
-                    run_dir: Path) -> "PipelineSource":
+    def from_config(cls, cfg: PipelineConfig, inputs: SourceInputs) -> "PipelineSource":
         """``offpolicy=pipeline``: generator processes with the run's generator settings, or the job's generator
         tasks (``launcher.generator_tasks``)."""
-        return cls(cfg.offpolicy, GeneratorSettings.of(cfg), cfg.batch, sampler, model, run_dir,
-                   cfg.launcher.generator_tasks)
+        return cls(cfg, inputs.generator, inputs.batch, inputs.sampler, inputs.model, inputs.run_dir,
+                   inputs.generator_tasks)
 
     # -- the stream ----------------------------------------------------------------------------
     def _issue(self, upto: int) -> None:

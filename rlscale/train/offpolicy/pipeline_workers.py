@@ -28,7 +28,6 @@ from typing import Any, Callable, List, Optional
 import torch
 import torch.multiprocessing as mp
 
-from rlscale.config.schema import OffpolicyConfig
 from rlscale.core.protocols import PolicyTokenizer
 from rlscale.core.types import Completion
 from rlscale.engines.compile_cost import STALLS
@@ -46,11 +45,11 @@ SPOOL_ROOT = Path("/dev/shm")
 
 @dataclass
 class GeneratorSpec:
-    """What every generator process is built from: the generator's own settings and the off-policy section
-    (in-flight update schedule, Section 3.1)."""
+    """What every generator process is built from: the generator's own settings and the in-flight update schedule,
+    ``offpolicy.update_every_tokens`` (Section 3.1)."""
 
     generator: GeneratorSettings
-    offpolicy: OffpolicyConfig
+    update_every_tokens: int
     tok: PolicyTokenizer
     generations: int
     threads: int
@@ -154,7 +153,7 @@ def generate_chunk(spec: GeneratorSpec, generator, replica, request: ChunkReques
     (``NewestVersions``) or the chunk's schedule (``ScheduledVersions``)."""
     cpu, stalled = time.process_time(), STALLS.seconds
     prompts = [p for p in request.prompts for _ in range(spec.generations)]
-    every = spec.offpolicy.update_every_tokens
+    every = spec.update_every_tokens
     versions = (ScheduledVersions(replica, request.version, request.position, every, check) if every
                 else NewestVersions(replica, check))
     completions = generator.generate(prompts, torch.Generator().manual_seed(request.seed),
@@ -218,12 +217,11 @@ class GeneratorPool:
     """The trainer's handle on its generator processes: start, publish weights, submit chunks,
     receive finished ones, watch liveness, stop."""
 
-    def __init__(self, spec: GeneratorSpec, devices: List[str], model: torch.nn.Module, queue_size: int,
+    def __init__(self, spec: GeneratorSpec, devices: List[str], model: torch.nn.Module, slots: int, queue_size: int,
                  log_dir: Path):
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload([__name__, type(model).__module__])  # the server imports these once
-        off = spec.offpolicy
-        self.shared = SharedWeights(model, ctx, slots=off.max_lag + 1 if off.update_every_tokens else 1)
+        self.shared = SharedWeights(model, ctx, slots=slots)
         self.requests = ctx.Queue()
         self.results = ctx.Queue(maxsize=queue_size)
         self.status = GeneratorStatus(ctx, len(devices))

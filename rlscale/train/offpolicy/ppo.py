@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from pathlib import Path
 from typing import List, Optional
 
 import torch
 
-from rlscale.config.schema import RunConfig
 from rlscale.train.batch import ScoredGroup
 from rlscale.train.offpolicy.kept_policy import KeptPolicy
+from rlscale.train.offpolicy.configs import PPOConfig
+from rlscale.train.offpolicy.source import SourceInputs
 from rlscale.train.rollouts import RolloutSampler
 
 
@@ -32,10 +32,9 @@ class PPOOffPolicySource:
         self.since: Optional[float] = None
 
     @classmethod
-    def from_config(cls, cfg: RunConfig, sampler: RolloutSampler, model: torch.nn.Module,
-                    run_dir: Path) -> "PPOOffPolicySource":
-        """``offpolicy=ppo``: k = ``offpolicy.batches_per_version``, in this process (``run_dir`` unused)."""
-        return cls(sampler, cfg.batch.prompts, cfg.offpolicy.batches_per_version, model)
+    def from_config(cls, cfg: PPOConfig, inputs: SourceInputs) -> "PPOOffPolicySource":
+        """``offpolicy=ppo``: k = ``offpolicy.batches_per_version``, in this process."""
+        return cls(inputs.sampler, inputs.batch.prompts, cfg.batches_per_version, inputs.model)
 
     def next_batch(self, version: int) -> List[ScoredGroup]:
         start = time.monotonic()

@@ -13,7 +13,7 @@ def test_default_is_the_scalerl_recipe():
         "cispo", 4.0, "prompt", "batch")
     assert cfg.precision.lm_head_fp32 and cfg.filtering.zero_variance
     assert (cfg.curriculum.name, cfg.length.name, cfg.offpolicy.name, cfg.offpolicy.max_lag) == (
-        "no_positive_resampling", "interruption", "pipeline", 2)  # k scaled for short runs (OffpolicyConfig)
+        "no_positive_resampling", "interruption", "pipeline", 2)  # k scaled for short runs (PipelineConfig)
     assert compose_run_config(["offpolicy.max_lag=8"]).offpolicy.max_lag == 8
     assert cfg.optim.eps == 1e-15 and cfg.optim.weight_decay == 0.01
 

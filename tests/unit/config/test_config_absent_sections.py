@@ -51,11 +51,14 @@ def test_a_part_or_set_is_fitted_with_its_own_error_and_sizes():
 
 @pytest.mark.parametrize("overrides, identity", [
     ([], "217f4a3679c4"), (["loss=dapo"], "cc21d8b509ed"), (["length=penalty"], "35a9f65f6ab1"),
-    (["curriculum=uniform"], "607fcdfe35dc")])
+    (["curriculum=uniform"], "607fcdfe35dc"), (["offpolicy=ppo"], "15cda39398c6"),
+    (["model=hf", "model.path=/tmp"], "5a3c7d5fe859"), (["normalization=none"], "3fb44404da70"),
+    (["filtering=none"], "7a93c671c73c"), (["launcher=slurm"], "217f4a3679c4"),
+    (["offpolicy=ppo", "model=hf", "model.path=/tmp", "filtering=none"], "da51c7350992")])
 def test_a_section_typed_by_its_option_keeps_the_identity_of_the_flat_section(overrides, identity):
-    """The checkpoint identity (rlscale.train.checkpoint.RunIdentity) of configs whose loss, length and curriculum
-    sections were one flat section each, every option's knobs in it: the same hash as then (measured with that
-    schema), so their checkpoints resume."""
+    """The checkpoint identity (rlscale.train.checkpoint.RunIdentity) of configs whose sections were one flat
+    section each, every option's knobs in it: the same hash as then (measured with that schema), so their checkpoints
+    resume. (The launcher and the logger are not part of it: a resume may change them.)"""
     assert RunIdentity.of(typed(compose_run_config(overrides)), "r").config[:12] == identity
 
 
@@ -71,3 +74,21 @@ def test_a_config_yaml_of_flat_sections_loads_and_is_the_same_run(tmp_path):
     loaded = load_run_config(run / "config.yaml")
     assert (loaded.loss.eps_high, "cispo_cap" in loaded.loss, "window" in loaded.length) == (0.28, False, False)
     assert prepare_run_dir([f"out={run}", "loss=dapo", "length=penalty"])[0] == run
+
+
+def test_a_flat_knob_another_option_never_read_is_kept_for_the_identity(tmp_path):
+    """A sweep's shared ``offpolicy.batches_per_version=8`` was written beside offpolicy=pipeline, which never read
+    it: the file loads, the typed section lacks it, ``unread`` keeps it, and the identity is the one the flat file
+    had (with 8), not the one at the default (2)."""
+    run = tmp_path / "run"
+    _, cfg = prepare_run_dir([f"out={run}"])
+    tree = OmegaConf.to_container(cfg)
+    del tree["unread"]
+    flat = {**FLAT_DEFAULTS["offpolicy"], **tree["offpolicy"], "batches_per_version": 8}
+    (run / "config.yaml").write_text(OmegaConf.to_yaml({**tree, "offpolicy": flat}))
+    loaded = typed(load_run_config(run / "config.yaml"))
+    assert not hasattr(loaded.offpolicy, "batches_per_version")
+    assert loaded.unread == {"offpolicy": {"batches_per_version": 8}}
+    assert RunIdentity.of(loaded, run) != RunIdentity.of(typed(cfg), run)
+    (run / "config.yaml").write_text(OmegaConf.to_yaml({**tree, "offpolicy": {**flat, "batches_per_version": 2}}))
+    assert RunIdentity.of(typed(load_run_config(run / "config.yaml")), run) == RunIdentity.of(typed(cfg), run)

@@ -13,8 +13,8 @@ from omegaconf import OmegaConf
 from typer.testing import CliRunner
 
 from rlscale.cli import app
-from rlscale.config import ConfigError, compose_run_config
-from rlscale.config.compose import compose_raw
+from rlscale.config import ConfigError, compose_run_config, packages
+from rlscale.config.compose import ForeignKnob, compose_raw
 from rlscale.config.registry import AGGREGATION, AXES, BY_FIELD, LOSS, NORMALIZATION
 from rlscale.paths import CONF_DIR, PACKAGE_DIR
 from rlscale.tasks.answer_format import AnswerFormat
@@ -42,13 +42,31 @@ def test_every_config_group_is_an_axis_of_the_registry():
     assert groups == {axis.group for axis in GROUPED} | {"batch", "eval"}
 
 
+OPTION_OF = {"logger.mode": "logger=wandb"}  # an axis on a knob of one option of another axis: with that option
+
+
 @pytest.mark.parametrize("axis", AXES, ids=lambda axis: axis.field)
-def test_a_name_outside_the_registry_fails_naming_the_field_and_the_names(axis):
+def test_a_name_outside_the_registry_fails_naming_the_field_and_the_names(axis, monkeypatch):
+    monkeypatch.setattr(packages, "installed", lambda module: True)  # wandb, as if installed
     with pytest.raises(ConfigError) as err:
-        compose_run_config([f"{axis.field}=bogus"])
+        compose_run_config([*([OPTION_OF[axis.field]] if axis.field in OPTION_OF else []), f"{axis.field}=bogus"])
     message = str(err.value)
     assert f"field '{axis.field}': 'bogus' is not one of {', '.join(axis.names)}" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("overrides, line", [
+    (["logger=tensorboard", "logger.mode=online"], r"field 'logger.mode': logger.name=tensorboard has no such knob "
+                                                   r"\(its knobs: dir\); it is a knob of logger=wandb$"),
+    (["launcher.partition=gpu"], r"field 'launcher.partition': launcher.name=local has no such knob \(its knobs: "
+                                 r"generator_tasks, .*max_parallel, .*\); it is a knob of launcher=slurm$"),
+    (["offpolicy=ppo", "offpolicy.max_lag=8"],
+     r"field 'offpolicy.max_lag': offpolicy.name=ppo has no such knob \(its knobs: batches_per_version\); it is a "
+     r"knob of offpolicy=pipeline$"),
+])
+def test_a_knob_of_another_option_is_refused_in_one_line(overrides, line):
+    with pytest.raises(ForeignKnob, match=line):
+        compose_run_config(overrides)
 
 
 def defined(path: str) -> bool:

@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from rlscale.config.schema import ModelConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.core.types import TrainBatch
 from rlscale.engines.compile_cost import STALLS, StallClock, use_persistent_cache
@@ -49,7 +49,7 @@ def test_decode_buckets_grow_only_for_longer_prompts():
 def test_the_generator_keeps_one_decode_bucket_per_row_count_across_prompt_widths():
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    model = build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval()
     rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
                        interrupt_ids=tok.interrupt_ids, max_answer=4, interruption=False)
     engine = GraphDecoder(model, rules, True, 1.0, max_budget=8)
@@ -100,7 +100,7 @@ def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     sampled sequence is longer than that."""
     from rlscale.config import compose_run_config, typed
     from rlscale.engines.generators.torch_generator import TorchGenerator
-    from rlscale.engines.learners.build import LearnerSettings
+    from rlscale.train.components import learner_settings_of
     from rlscale.engines.learners.torch_learner import TorchLearner
     from rlscale.train.components import build_task, longest_sequence
 
@@ -115,5 +115,5 @@ def test_a_run_with_a_known_longest_sequence_trains_on_one_shape():
     assert longest == max(map(len, prompts)) + generator.max_new_tokens
     completions = generator.generate(prompts, torch.Generator().manual_seed(3))
     assert max(len(c.prompt_ids) + len(c.tokens) for c in completions) <= longest
-    learner = TorchLearner(LearnerSettings.of(cfg, max_width=longest), model)
+    learner = TorchLearner(learner_settings_of(cfg, max_width=longest), model)
     assert {learner.padded_width(w) for w in range(1, longest + 1)} == {length_bucket(longest)}

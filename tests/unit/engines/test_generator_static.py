@@ -18,7 +18,7 @@ import torch
 from transformers import (LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
                           Qwen3ForCausalLM)
 
-from rlscale.config.schema import ModelConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.engines.generators.graph_decode import GraphDecoder, batch_bucket, record_step
 from rlscale.engines.generators.phases import PhaseRules
@@ -87,7 +87,7 @@ def tiny_char_policy() -> tuple[CharTokenizer, torch.nn.Module]:
     """The embedded default's tokenizer and tiny Llama, seeded 0."""
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    return tok, build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    return tok, build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval()
 
 
 def char_rules(tok: CharTokenizer, interruption: bool = True) -> PhaseRules:

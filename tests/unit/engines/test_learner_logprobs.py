@@ -18,9 +18,10 @@ import pytest
 import torch
 from torch._dynamo.callback import callback_handler
 
-from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.core.types import TrainBatch
-from rlscale.engines.learners.build import LearnerSettings
+from rlscale.train.components import learner_settings_of
 from rlscale.engines.learners.torch_learner import TorchLearner, length_bucket
 from rlscale.engines.models.policy import SelectedLogprobs, token_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
@@ -31,7 +32,7 @@ VOCAB = 96
 
 def tiny_model() -> torch.nn.Module:
     torch.manual_seed(0)
-    return build_tiny_llama(ModelConfig(), VOCAB).eval()
+    return build_tiny_llama(TinyModelConfig(), VOCAB).eval()
 
 
 def right_padded_batch(model, lengths: list[int], seed: int) -> TrainBatch:
@@ -100,8 +101,8 @@ def test_compiled_learner_updates_like_the_eager_learner(long_sequence):
     eager_model = tiny_model()
     compiled_model = copy.deepcopy(eager_model)
     cfg = RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0), batch=BatchConfig(micro_batch=2))
-    eager = TorchLearner(LearnerSettings.of(cfg), eager_model)
-    settings = LearnerSettings.of(cfg, compiled=True, checkpointing=long_sequence)
+    eager = TorchLearner(learner_settings_of(cfg), eager_model)
+    settings = learner_settings_of(cfg, compiled=True, checkpointing=long_sequence)
     compiled = TorchLearner(replace(settings, head_chunk=20) if long_sequence else settings, compiled_model)
     compilations: list = []
     callback_handler.register_start_callback(compilations.append)
@@ -131,13 +132,13 @@ def test_compiled_learner_updates_like_the_eager_learner(long_sequence):
 def test_the_layers_of_a_compiled_learner_share_one_graph():
     """Compiled by regions, a deeper model compiles no more graphs than a shallow one: Dynamo traces one
     decoder layer for all of them (a warm second run of a 30-layer model traces one layer, not 30)."""
-    settings = LearnerSettings.of(RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)),
-                                  compiled=True, max_width=32)
+    settings = learner_settings_of(RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0)),
+                                   compiled=True, max_width=32)
     counts = []
     for layers in (2, 6):
         torch._dynamo.reset()  # a fresh process's compile state
         torch.manual_seed(0)
-        model = build_tiny_llama(ModelConfig(num_layers=layers), VOCAB).eval()
+        model = build_tiny_llama(TinyModelConfig(num_layers=layers), VOCAB).eval()
         eager = copy.deepcopy(model)
         learner = TorchLearner(settings, model)
         batch = right_padded_batch(model, [9, 5, 12, 7], 2)

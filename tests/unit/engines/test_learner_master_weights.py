@@ -7,10 +7,11 @@ import copy
 
 import torch
 
-from rlscale.config.schema import BatchConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.core.types import TrainBatch
-from rlscale.engines.learners.build import LearnerSettings
+from rlscale.train.components import learner_settings_of
 from rlscale.engines.learners.torch_learner import TorchLearner
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.policy import token_logprobs
@@ -20,7 +21,7 @@ from rlscale.engines.models.tiny_model import build_tiny_llama
 def bf16_policy() -> torch.nn.Module:
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    return build_tiny_llama(ModelConfig(), tok.vocab_size).to(torch.bfloat16).eval()
+    return build_tiny_llama(TinyModelConfig(), tok.vocab_size).to(torch.bfloat16).eval()
 
 
 def on_policy_batch(model, rows: int = 4, length: int = 12) -> tuple[TrainBatch, torch.Tensor, torch.Tensor]:
@@ -38,7 +39,7 @@ def on_policy_batch(model, rows: int = 4, length: int = 12) -> tuple[TrainBatch,
 
 def learner(model, lr: float, micro_batch: int = 0) -> TorchLearner:
     cfg = OptimConfig(lr=lr, warmup_steps=1, weight_decay=0.0)
-    return TorchLearner(LearnerSettings.of(RunConfig(optim=cfg, batch=BatchConfig(micro_batch=micro_batch))), model)
+    return TorchLearner(learner_settings_of(RunConfig(optim=cfg, batch=BatchConfig(micro_batch=micro_batch))), model)
 
 
 def test_updates_below_bf16_resolution_accumulate_in_the_fp32_masters():

@@ -21,9 +21,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from rlscale.config import ConfigError, compose_run_config
-from rlscale.config.schema import BatchConfig, EngineConfig, ModelConfig, OptimConfig, RunConfig
+from rlscale.config.schema import BatchConfig, EngineConfig, OptimConfig, RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.losses import CispoConfig
-from rlscale.engines.learners.build import LearnerSettings, auto_checkpointing, build_learner
+from rlscale.engines.learners.build import build_learner
+from rlscale.train.components import auto_checkpointing, learner_settings_of
 from rlscale.engines.models.policy import chunked_head_logprobs
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.testing.cpu_memory import peak_cpu_bytes
@@ -97,7 +99,7 @@ def qwen2() -> torch.nn.Module:
                                         tie_word_embeddings=True))
 
 
-MODELS = {"tiny": lambda: build_tiny_llama(ModelConfig(), VOCAB), "qwen2": qwen2}
+MODELS = {"tiny": lambda: build_tiny_llama(TinyModelConfig(), VOCAB), "qwen2": qwen2}
 
 
 @pytest.mark.parametrize("name,dtype", [("tiny", torch.float32), ("qwen2", torch.float32), ("tiny", torch.bfloat16)])
@@ -112,8 +114,8 @@ def test_a_checkpointed_learner_with_a_chunked_head_updates_like_the_plain_one(n
     long_model, initial = copy.deepcopy(plain_model), copy.deepcopy(plain_model)
     cfg = RunConfig(optim=OptimConfig(lr=1e-3, eps=1e-3, warmup_steps=1, weight_decay=0.0),
                     loss=CispoConfig(tis_cap=2.0, kl_coef=0.05), batch=BatchConfig(micro_batch=2))
-    plain = build_learner(replace(LearnerSettings.of(cfg), head_chunk=0), plain_model)
-    long = build_learner(replace(LearnerSettings.of(cfg, checkpointing=True), head_chunk=5), long_model)
+    plain = build_learner(replace(learner_settings_of(cfg), head_chunk=0), plain_model)
+    long = build_learner(replace(learner_settings_of(cfg, checkpointing=True), head_chunk=5), long_model)
     batches = [off_policy_batch(plain_model, lengths, prompt_len=3, vocab=VOCAB, seed=seed, noise=0.2,
                                 rewards=[1.0, -1.0, 1.0, -1.0], groups=[0, 0, 1, 1])
                for seed, lengths in ((1, [9, 5, 12, 7]), (2, [12, 10, 3, 8]))]
@@ -146,7 +148,7 @@ def test_checkpointing_lowers_the_learners_peak():
     cfg = RunConfig(optim=OptimConfig(lr=1e-3, warmup_steps=1, weight_decay=0.0))
     peaks, losses = {}, {}
     for checkpointing in (False, True):
-        learner = build_learner(replace(LearnerSettings.of(cfg, checkpointing=checkpointing), head_chunk=0),
+        learner = build_learner(replace(learner_settings_of(cfg, checkpointing=checkpointing), head_chunk=0),
                                 copy.deepcopy(model))
         learner.step(batch, advantages, weights)  # the optimizer's moments exist from here on
         result, peaks[checkpointing] = peak_cpu_bytes(lambda: learner.step(batch, advantages, weights))
@@ -160,9 +162,9 @@ def test_the_setting_is_validated_auto_is_off_on_cpu_and_the_learner_follows_the
     with pytest.raises(ConfigError, match="field 'engine.activation_checkpointing': must be true, false or auto, "
                                           "got 'always'"):
         compose_run_config(["engine.activation_checkpointing=always"])
-    model = build_tiny_llama(ModelConfig(), VOCAB)
+    model = build_tiny_llama(TinyModelConfig(), VOCAB)
     for setting, expected in (("auto", False), (True, True), (False, False)):
         cfg = RunConfig(engine=EngineConfig(activation_checkpointing=setting))
         assert auto_checkpointing(cfg, model, 100, torch.device("cpu")) is expected
-        assert LearnerSettings.of(cfg).checkpointing is expected
-        assert LearnerSettings.of(cfg, checkpointing=True).checkpointing is True  # as resolved by the caller
+        assert learner_settings_of(cfg).checkpointing is expected
+        assert learner_settings_of(cfg, checkpointing=True).checkpointing is True  # as resolved by the caller

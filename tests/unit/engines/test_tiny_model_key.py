@@ -8,23 +8,25 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from rlscale.config.schema import ModelConfig, TaskConfig
+from rlscale.config.schema import TaskConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.engines.models import tiny_model
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 
-KEY_OF_DEFAULTS = ("from rlscale.config.schema import ModelConfig, TaskConfig;"
+KEY_OF_DEFAULTS = ("from rlscale.config.schema import TaskConfig;"
+                   "from rlscale.engines.models.configs import TinyModelConfig;"
                    "from rlscale.rl.length import LengthConfig;"
                    "from rlscale.engines.models.char_tokenizer import CharTokenizer;"
                    "from rlscale.engines.models.tiny_model import tiny_model_key;"
-                   "print(tiny_model_key(ModelConfig(), TaskConfig(), CharTokenizer(LengthConfig().phrase)))")
+                   "print(tiny_model_key(TinyModelConfig(), TaskConfig(), CharTokenizer(LengthConfig().phrase)))")
 
 
 def default_key() -> str:
-    return tiny_model_key_of(ModelConfig(), TaskConfig())
+    return tiny_model_key_of(TinyModelConfig(), TaskConfig())
 
 
-def tiny_model_key_of(model_cfg: ModelConfig, task_cfg: TaskConfig) -> str:
+def tiny_model_key_of(model_cfg: TinyModelConfig, task_cfg: TaskConfig) -> str:
     return tiny_model.tiny_model_key(model_cfg, task_cfg, CharTokenizer(LengthConfig().phrase))
 
 
@@ -63,8 +65,8 @@ def test_the_list_of_hashed_code_is_in_the_key(monkeypatch):
 
 def test_library_versions_and_configs_are_in_the_key(monkeypatch):
     before = default_key()
-    assert tiny_model_key_of(ModelConfig(warmup_steps=301), TaskConfig()) != before
-    assert tiny_model_key_of(ModelConfig(), TaskConfig(seed=1)) != before
+    assert tiny_model_key_of(TinyModelConfig(warmup_steps=301), TaskConfig()) != before
+    assert tiny_model_key_of(TinyModelConfig(), TaskConfig(seed=1)) != before
     monkeypatch.setattr(tiny_model, "library_versions", lambda names: {name: "0" for name in names})
     assert default_key() != before
 

@@ -17,6 +17,7 @@ Every expected number below is written out by hand; the comments show the arithm
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -28,6 +29,13 @@ from rlscale.rl import (LossInputs, aggregation_weights, compute_advantages, pol
 from rlscale.rl.advantages import NORMALIZATIONS
 from rlscale.rl.aggregation import AGGREGATIONS
 from rlscale.rl.losses import LOSSES, CispoConfig, ClipConfig, DapoConfig, GspoConfig, LossConfig
+
+
+def normalization_of(name: str, **knobs):
+    """(function, config) of the normalization ``name``, with those of ``knobs`` its config has (none has no eps)."""
+    klass = NORMALIZATION.config_class(name)
+    own = {f.name for f in dataclasses.fields(klass)}
+    return NORMALIZATIONS[name], klass(**{key: value for key, value in knobs.items() if key in own})
 
 
 def loss_of(inp: LossInputs, spec: LossConfig):
@@ -89,18 +97,19 @@ ADVANTAGES = {
 
 @pytest.mark.parametrize("normalization", sorted(ADVANTAGES))
 def test_advantages_table(normalization):
-    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS[normalization], eps=0.0)
+    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(),
+                             *normalization_of(normalization, eps=0.0))
     torch.testing.assert_close(got, torch.tensor(ADVANTAGES[normalization], dtype=F64))
 
 
 def test_advantages_default_eps_and_order_independence():
     # The eps default shifts the values by ~1e-6 relative only.
-    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS["group"])
+    got = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), *normalization_of("group"))
     torch.testing.assert_close(got, torch.tensor(ADVANTAGES["group"], dtype=F64), rtol=2e-6, atol=0)
     # Interleaving the groups permutes the advantages the same way.
     perm = torch.tensor([3, 0, 4, 1, 5, 2])
-    got = compute_advantages(torch.tensor(REWARDS, dtype=F64)[perm], group_ids()[perm], NORMALIZATIONS["batch"],
-                             eps=0.0)
+    got = compute_advantages(torch.tensor(REWARDS, dtype=F64)[perm], group_ids()[perm],
+                             *normalization_of("batch", eps=0.0))
     torch.testing.assert_close(got, torch.tensor(ADVANTAGES["batch"], dtype=F64)[perm])
 
 
@@ -108,7 +117,7 @@ def test_zero_variance_group_gets_zero_advantage_not_nan():
     # group 0 rewards (1, 1): centred (0, 0), std 0, 0 / (0 + eps) = 0. group 1 rewards (1, -1):
     # centred (1, -1), std 1, so (1, -1) / (1 + 1e-6).
     got = compute_advantages(torch.tensor([1.0, 1.0, 1.0, -1.0]), torch.tensor([0, 0, 1, 1]),
-                             NORMALIZATIONS["group"])
+                             *normalization_of("group"))
     torch.testing.assert_close(got, torch.tensor([0.0, 0.0, 1.0, -1.0]), rtol=1e-5, atol=0)
 
 
@@ -248,7 +257,8 @@ ROW_SUMS = {
 
 
 def objective(loss: str, mode: str, normalization: str, logp: torch.Tensor) -> torch.Tensor:
-    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS[normalization], eps=0.0)
+    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(),
+                             *normalization_of(normalization, eps=0.0))
     weights = aggregation_weights(mask(), group_ids(), AGGREGATIONS[mode])
     return (weights * loss_of(inputs(adv, logp), SPECS[loss]).per_token).sum()
 
@@ -335,7 +345,7 @@ def test_gspo_sequence_ratio_is_the_geometric_mean():
 @pytest.mark.parametrize("mode", sorted(SEQ_WEIGHTS))
 @pytest.mark.parametrize("loss", sorted(SPECS))
 def test_gradient_accumulation_does_not_change_loss_or_gradient(loss, mode):
-    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), NORMALIZATIONS["batch"])
+    adv = compute_advantages(torch.tensor(REWARDS, dtype=F64), group_ids(), *normalization_of("batch"))
     weights = aggregation_weights(mask(), group_ids(), AGGREGATIONS[mode])  # once, over the whole batch
     whole_logp = logp_leaf()
     whole = (weights * loss_of(inputs(adv, whole_logp), SPECS[loss]).per_token).sum()

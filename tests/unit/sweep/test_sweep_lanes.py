@@ -13,45 +13,45 @@ import pytest
 import submitit
 import torch
 
-from rlscale.config.schema import LauncherConfig
+from rlscale.sweep.launchers import LocalConfig
 from rlscale.gpus import GPU_COUNT_ENV
 from rlscale.sweep.lanes import Lane, deal_lanes, machine_gpus
 from rlscale.train.components import pick_device
 
 
 def test_lanes_are_counted_by_gpus_when_there_are_gpus():
-    lanes = deal_lanes(5, LauncherConfig(gpus_per_node=2), gpus=(0, 1, 2, 3, 4), cores=16)
+    lanes = deal_lanes(5, LocalConfig(gpus_per_node=2), gpus=(0, 1, 2, 3, 4), cores=16)
     assert lanes == [Lane(runs=(0, 2, 4), gpus=(0, 1), threads=8), Lane(runs=(1, 3), gpus=(2, 3), threads=8)]
-    one_each = deal_lanes(8, LauncherConfig(), gpus=(0, 1, 2, 3), cores=2)  # gpus_per_node 0: one GPU a lane
+    one_each = deal_lanes(8, LocalConfig(), gpus=(0, 1, 2, 3), cores=2)  # gpus_per_node 0: one GPU a lane
     assert [lane.gpus for lane in one_each] == [(0,), (1,), (2,), (3,)] and {lane.threads for lane in one_each} == {1}
-    capped = deal_lanes(8, LauncherConfig(gpus_per_node=1, max_parallel=2), gpus=(0, 1, 2, 3), cores=2)
+    capped = deal_lanes(8, LocalConfig(gpus_per_node=1, max_parallel=2), gpus=(0, 1, 2, 3), cores=2)
     assert [lane.gpus for lane in capped] == [(0,), (1,)]
-    single = deal_lanes(1, LauncherConfig(gpus_per_node=2), gpus=(4, 5, 6, 7), cores=2)
+    single = deal_lanes(1, LocalConfig(gpus_per_node=2), gpus=(4, 5, 6, 7), cores=2)
     assert [lane.gpus for lane in single] == [(4, 5)]
 
 
 def test_without_gpus_lanes_are_counted_by_cores():
-    lanes = deal_lanes(5, LauncherConfig(), gpus=(), cores=2)
+    lanes = deal_lanes(5, LocalConfig(), gpus=(), cores=2)
     assert lanes == [Lane(runs=(0, 2, 4), gpus=(), threads=1), Lane(runs=(1, 3), gpus=(), threads=1)]
-    assert len(deal_lanes(5, LauncherConfig(max_parallel=3), gpus=(), cores=2)) == 3
+    assert len(deal_lanes(5, LocalConfig(max_parallel=3), gpus=(), cores=2)) == 3
     assert lanes[0].executor_parameters() == {"gpus_per_node": 0, "visible_gpus": (), "tasks_per_node": 1}
 
 
 def test_a_lane_of_a_multi_rank_run_holds_a_gpu_or_a_core_per_rank():
-    on_cpu = deal_lanes(3, LauncherConfig(tasks_per_node=2), gpus=(), cores=4)
+    on_cpu = deal_lanes(3, LocalConfig(tasks_per_node=2), gpus=(), cores=4)
     assert on_cpu == [Lane(runs=(0, 2), gpus=(), threads=1, tasks=2), Lane(runs=(1,), gpus=(), threads=1, tasks=2)]
-    assert deal_lanes(3, LauncherConfig(tasks_per_node=2), gpus=(), cores=2) == [
+    assert deal_lanes(3, LocalConfig(tasks_per_node=2), gpus=(), cores=2) == [
         Lane(runs=(0, 1, 2), gpus=(), threads=1, tasks=2)]
-    on_gpus = deal_lanes(3, LauncherConfig(tasks_per_node=2), gpus=(0, 1, 2, 3), cores=8)  # gpus_per_node 0
+    on_gpus = deal_lanes(3, LocalConfig(tasks_per_node=2), gpus=(0, 1, 2, 3), cores=8)  # gpus_per_node 0
     assert [(lane.gpus, lane.tasks) for lane in on_gpus] == [((0, 1), 2), ((2, 3), 2)]
     assert on_gpus[1].executor_parameters() == {"gpus_per_node": 2, "visible_gpus": (2, 3), "tasks_per_node": 2}
     with pytest.raises(ValueError, match=r"^launcher.tasks_per_node=4: this machine shows 2 GPU\(s\) \(0, 1\)$"):
-        deal_lanes(1, LauncherConfig(tasks_per_node=4), gpus=(0, 1), cores=2)
+        deal_lanes(1, LocalConfig(tasks_per_node=4), gpus=(0, 1), cores=2)
 
 
 def test_too_few_gpus_for_a_lane_names_the_field():
     with pytest.raises(ValueError, match=r"^launcher.gpus_per_node=4: this machine shows 2 GPU\(s\) \(0, 1\)$"):
-        deal_lanes(3, LauncherConfig(gpus_per_node=4), gpus=(0, 1), cores=2)
+        deal_lanes(3, LocalConfig(gpus_per_node=4), gpus=(0, 1), cores=2)
 
 
 def test_the_machine_gpus_follow_cuda_visible_devices_or_the_override(monkeypatch):
@@ -73,7 +73,7 @@ def test_the_machine_gpus_follow_cuda_visible_devices_or_the_override(monkeypatc
 def test_local_executor_jobs_of_two_lanes_see_disjoint_gpus(tmp_path, monkeypatch):
     """Four faked GPUs, two per lane: each lane's submitit job sees its own two as CUDA_VISIBLE_DEVICES."""
     monkeypatch.setenv(GPU_COUNT_ENV, "4")
-    lanes = deal_lanes(4, LauncherConfig(gpus_per_node=2), machine_gpus(), cores=2)
+    lanes = deal_lanes(4, LocalConfig(gpus_per_node=2), machine_gpus(), cores=2)
     executor = submitit.LocalExecutor(folder=tmp_path / "%j")
     jobs = []
     for lane in lanes:

@@ -47,8 +47,8 @@ def test_script_values_are_quoted_and_never_executed(tmp_path, monkeypatch):
     evil = EVIL.format(m=marker)
     results = tmp_path / f"res {evil}"
     monkeypatch.chdir(tmp_path)
-    result = sweep("conf=loo", f"launcher.partition={hydra_quote(evil)}", f"+launcher.extra_sbatch.comment="
-                   f"{hydra_quote(evil)}", f"launcher.setup=[{hydra_quote(SETUP)}]",
+    result = sweep("conf=loo", "launcher=slurm", f"launcher.partition={hydra_quote(evil)}",
+                   f"+launcher.extra_sbatch.comment={hydra_quote(evil)}", f"launcher.setup=[{hydra_quote(SETUP)}]",
                    f"length.phrase={hydra_quote(evil)}", "--results", str(results), "--seeds", "1", "--dry-run",
                    "--sbatch-dir", str(tmp_path / "slurm"))
     assert result.exit_code == 0, result.output
@@ -75,7 +75,8 @@ def test_a_setup_line_bash_cannot_parse_is_one_line(workdir):
 
 def test_newline_in_a_script_value_is_rejected(workdir):
     marker = workdir / "pwned"
-    result = sweep("conf=loo", f"+launcher.extra_sbatch.comment={hydra_quote(f'x' + chr(10) + f'touch {marker}')}",
+    result = sweep("conf=loo", "launcher=slurm",
+                   f"+launcher.extra_sbatch.comment={hydra_quote(f'x' + chr(10) + f'touch {marker}')}",
                    "--dry-run")
     assert result.exit_code == 2
     assert "launcher.extra_sbatch.comment" in result.output and "control character" in result.output

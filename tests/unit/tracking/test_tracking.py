@@ -14,6 +14,7 @@ from rlscale.runfolder.metrics import MetricsLog, read_metrics
 from rlscale.tracking import TrackerMissing, open_tracker
 from rlscale.tracking.progress import ProgressLines
 from rlscale.tracking.sinks import tracker_run_id
+from rlscale.train.components import tracked_run
 
 RECORDS = [{"step": 0, "kind": "eval", "val_reward": 0.25, "flops": 0.0},
            {"step": 1, "kind": "train", "reward": -0.5, "flops": 1e9, "note": "text", "ok": True},
@@ -25,7 +26,7 @@ def test_tensorboard_mirrors_every_metrics_line(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     cfg = typed(compose_run_config(["logger=tensorboard"]))
-    tracker = open_tracker(cfg, tmp_path)
+    tracker = open_tracker(cfg.logger, tracked_run(cfg, tmp_path))
     log = MetricsLog(tmp_path / "metrics.jsonl", [tracker])
     for record in RECORDS:
         log.append(record)
@@ -38,7 +39,8 @@ def test_tensorboard_mirrors_every_metrics_line(tmp_path):
 
 
 def test_no_logger_by_default_and_a_missing_package_is_one_line(tmp_path, monkeypatch):
-    assert open_tracker(typed(compose_run_config([])), tmp_path) is None
+    cfg = typed(compose_run_config([]))
+    assert open_tracker(cfg.logger, tracked_run(cfg, tmp_path)) is None
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if not installed
     with pytest.raises(ConfigError, match=r"field 'logger.name': mlflow needs mlflow, not installed here "
                                           r"\(pip install 'rlscale\[tracking\]'\)$"):
@@ -52,7 +54,7 @@ def test_a_tracker_that_fails_to_import_in_the_run_is_one_line(tmp_path, monkeyp
     cfg = typed(compose_run_config(["logger=mlflow"]))
     monkeypatch.setitem(sys.modules, "mlflow", None)
     with pytest.raises(TrackerMissing, match=r"^logger=mlflow: the mlflow package is not installed \(pip install"):
-        open_tracker(cfg, tmp_path)
+        open_tracker(cfg.logger, tracked_run(cfg, tmp_path))
 
 
 def test_wandb_defaults_to_offline(monkeypatch):
@@ -81,9 +83,9 @@ def test_tracker_ids_are_one_per_run_folder_and_stable_across_resumes(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
     second.mkdir()
-    one, other = tracker_run_id(cfg, first), tracker_run_id(cfg, second)
+    one, other = tracker_run_id(tracked_run(cfg, first)), tracker_run_id(tracked_run(cfg, second))
     assert one != other and one.startswith(f"{cfg.sweep}-{cfg.variant}-")
-    assert tracker_run_id(cfg, first) == one  # a resume of the folder
+    assert tracker_run_id(tracked_run(cfg, first)) == one  # a resume of the folder
     moved = tmp_path / "moved"
     first.rename(moved)
-    assert tracker_run_id(cfg, moved) == one  # the folder moved
+    assert tracker_run_id(tracked_run(cfg, moved)) == one  # the folder moved

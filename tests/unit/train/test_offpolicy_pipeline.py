@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from rlscale.config import compose_run_config, typed
-from rlscale.config.schema import ModelConfig, RunConfig
-from rlscale.engines.generators.build import GeneratorSettings
+from rlscale.config.schema import RunConfig
+from rlscale.engines.models.configs import TinyModelConfig
+from rlscale.train.components import generator_settings
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.engines.models.tiny_model import build_tiny_llama
 from rlscale.train.components import build_components
@@ -33,12 +34,12 @@ def test_update_lands_mid_sequence_in_a_generator_process(tmp_path, device):
     cfg.length.window = [100, 120]  # long traces: the update arrives while they are being decoded
     tok = CharTokenizer(cfg.length.phrase)
     torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval().to(device)
+    model = build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval().to(device)
     new_policy = copy.deepcopy(model)
     new_policy.lm_head.weight.data.zero_()  # uniform sampling: log-probability -log(V) for every token
     devices = generator_devices(torch.device(device), 1)  # CUDA: the next GPU (weights through CUDA IPC)
-    pool = GeneratorPool(GeneratorSpec(GeneratorSettings.of(cfg), cfg.offpolicy, tok, generations=4, threads=1), devices, model, queue_size=1,
-                         log_dir=tmp_path)
+    spec = GeneratorSpec(generator_settings(cfg), cfg.offpolicy.update_every_tokens, tok, generations=4, threads=1)
+    pool = GeneratorPool(spec, devices, model, cfg.offpolicy.slots, queue_size=1, log_dir=tmp_path)
     try:
         pool.publish(model.state_dict(), 0)
         pool.submit(ChunkRequest(0, [tok.encode_prompt("3+4+5")] * 2, seed=1))

@@ -13,7 +13,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from rlscale.config.schema import GenerationConfig, ModelConfig
+from rlscale.config.schema import GenerationConfig
+from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.engines.generators.torch_generator import TorchGenerator
 from rlscale.engines.models.char_tokenizer import CharTokenizer
@@ -37,7 +38,7 @@ def uniform_policy(model: torch.nn.Module) -> torch.nn.Module:
 def test_update_between_decode_steps_switches_weights_mid_sequence():
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    model = build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval()
     shared = SharedWeights(model, mp.get_context("forkserver"))
     shared.publish(model.state_dict(), 0, no_peer)
     replica = PolicyReplica(shared, torch.device("cpu"))
@@ -75,7 +76,7 @@ def test_update_between_decode_steps_switches_weights_mid_sequence():
 def test_publish_and_refresh_copy_exact_weights():
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    model = build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval()
     shared = SharedWeights(model, mp.get_context("forkserver"))
     replica = PolicyReplica(shared, torch.device("cpu"))
     assert replica.refresh(no_peer) == -1  # nothing published yet
@@ -103,7 +104,7 @@ def later(seconds: float, action) -> None:
 def test_scheduled_versions_wait_for_their_version_and_stop_at_the_consuming_step():
     tok = CharTokenizer(LengthConfig().phrase)
     torch.manual_seed(0)
-    model = build_tiny_llama(ModelConfig(), tok.vocab_size).eval()
+    model = build_tiny_llama(TinyModelConfig(), tok.vocab_size).eval()
     shared = SharedWeights(model, mp.get_context("forkserver"), slots=3)  # k = 2
     replica = PolicyReplica(shared, torch.device("cpu"))
     for v in range(3):
