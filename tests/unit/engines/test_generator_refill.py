@@ -143,3 +143,38 @@ def test_a_reused_refill_bucket_gives_the_completions_of_a_fresh_one():
     fresh = GraphDecoder(model, rules, True, 0.8, max_budget=MAX_BUDGET, rows=4).generate(prompts, budgets, 4, 0,
                                                                                           None, str)[0]
     assert len(engine.buckets) == 1 and [c.__dict__ for c in first] == [c.__dict__ for c in fresh]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_rows_at_their_own_slots_match_the_hf_forward_of_their_own_sequences(compiled):
+    """The decoder with per-row slots (a scatter into the cache; compiled as on GPU, by inductor's C++
+    backend here): three rows at different lengths, the second refilled with a new prompt after two steps
+    while the others go on, each row's logits those of HF's forward of that row's own tokens."""
+    from tests.unit.engines.test_generator_static import FAMILIES, random_model
+    from rlscale.engines.generators.static_decoder import StaticKVDecoder
+
+    torch._dynamo.reset()
+    cls, config_cls = FAMILIES[2]  # Qwen3: q/k norms
+    model = random_model(cls, config_cls)
+    dec = StaticKVDecoder(model, fp32_head=True, compiled=compiled)
+    cache = dec.new_cache(3, 24)
+    seqs = [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10]]
+    ids, attn = torch.tensor([[1, 2, 3, 4, 5], [0, 0, 0, 6, 7], [0, 0, 8, 9, 10]]), torch.tensor(
+        [[1] * 5, [0, 0, 0, 1, 1], [0, 0, 1, 1, 1]])
+    hidden, pos = dec.prefill(cache, ids, attn)
+    slot = torch.full((3,), 5)
+    gen = torch.Generator().manual_seed(1)
+    for step in range(5):
+        if step == 2:  # row 1 takes a new prompt of 4 tokens into slots 0..3
+            seqs[1] = [11, 12, 13, 14]
+            h, p = dec.prefill(cache, torch.tensor([seqs[1]]), torch.ones(1, 4, dtype=torch.long),
+                               rows=torch.tensor([1]))
+            hidden[1], pos[1], slot[1] = h[0], p[0], 4
+        for row, seq in enumerate(seqs):
+            ref = model(input_ids=torch.tensor([seq])).logits[0, -1]
+            assert torch.allclose(dec.logits(hidden)[row], ref, atol=1e-5), (step, row)
+        token = torch.randint(0, 50, (3,), generator=gen)
+        for row in range(3):
+            seqs[row].append(int(token[row]))
+        hidden = dec.decode(cache, token, pos, slot.clone(), 16)
+        pos, slot = pos + 1, slot + 1
