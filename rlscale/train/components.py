@@ -16,7 +16,7 @@ from rlscale.config.registry import AGGREGATION, CURRICULUM, DEVICE, LENGTH, MOD
 from rlscale.config.schema import RunConfig, TaskConfig
 from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
-from rlscale.engines.generators.build import GeneratorSettings, build_generator
+from rlscale.engines.generators.build import GeneratorSettings, build_generator, generator_rows
 from rlscale.engines.learners.build import LearnerSettings, auto_checkpointing, build_learner
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
@@ -151,6 +151,14 @@ def learner_settings(cfg: RunConfig, task: Task, tok, model, device: torch.devic
     return LearnerSettings.of(cfg, compiled, width, auto_checkpointing(cfg, model, prompt, device))
 
 
+def resolved_generator_rows(cfg: RunConfig, task: Task, tok, model, device: torch.device) -> int:
+    """``engine.generator_rows`` resolved for the run's longest prompt on ``device``
+    (``rlscale.engines.generators.build.generator_rows``; on CPU no prompt is read); a setting that does not fit
+    stops the run here, before it samples, in one line naming the field."""
+    prompt = longest_prompt(task, tok) if device.type == "cuda" else 0
+    return generator_rows(cfg, model, prompt, device)
+
+
 def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:
     """The pool of ``curriculum.name`` over the first ``curriculum.pool_size`` of ``split`` training prompts."""
     return CURRICULUM.load(cfg.curriculum.name)(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum)
@@ -165,7 +173,8 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
-    generator = build_generator(GeneratorSettings.of(cfg), model, tok, device)
+    rows = resolved_generator_rows(cfg, task, tok, model, device)
+    generator = build_generator(GeneratorSettings.of(cfg, rows), model, tok, device)
     compiled = cfg.engine.compile and device.type == "cuda"
     width = longest_sequence(task, tok, generator) if compiled else 0
     learner = build_learner(learner_settings(cfg, task, tok, model, device, compiled, width), model)
@@ -175,7 +184,7 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
                          torch.cuda.device_count() if device.type == "cuda" else 1)
     sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length,
                              LENGTH.load(cfg.length.name), rng, meter)
-    source = build_source(cfg, sampler, model, run_dir)
+    source = build_source(replace(cfg, engine=replace(cfg.engine, generator_rows=rows)), sampler, model, run_dir)
     downstream = [DownstreamEval(entry.name, entry.samples, formatted_task(entry.task))
                   for entry in cfg.eval.downstream]
     return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source,
@@ -192,8 +201,9 @@ def serve_generator_task(cfg: RunConfig, run_dir: Path, index: int) -> int:
     device = prepare_process(cfg)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    model, tok = build_policy(cfg, build_task(cfg), device)
-    settings = GeneratorSettings.of(cfg)
+    task = build_task(cfg)
+    model, tok = build_policy(cfg, task, device)
+    settings = GeneratorSettings.of(cfg, resolved_generator_rows(cfg, task, tok, model, device))
     spec = GeneratorSpec(settings, cfg.offpolicy, tok, cfg.batch.generations, cfg.engine.threads)
     return serve(spec, lambda replica: build_generator(settings, replica, tok, device), model, index,
                  cfg.launcher.generator_tasks, Path(run_dir) / f"generator-task-{index}.log")

@@ -178,3 +178,17 @@ def test_rows_at_their_own_slots_match_the_hf_forward_of_their_own_sequences(com
             seqs[row].append(int(token[row]))
         hidden = dec.decode(cache, token, pos, slot.clone(), 16)
         pos, slot = pos + 1, slot + 1
+
+
+def test_the_setting_is_validated_and_read_as_configured_off_cuda():
+    from rlscale.config import ConfigError, compose_run_config, typed
+    from rlscale.engines.generators.build import GeneratorSettings, generator_rows
+
+    for bad in ("-1", "many", "true"):
+        with pytest.raises(ConfigError, match="field 'engine.generator_rows': must be a count >= 0 or auto, got"):
+            compose_run_config([f"engine.generator_rows={bad}"])
+    model = tiny_char_policy()[1]
+    for setting, rows in (("auto", 0), ("16", 16), ("0", 0)):
+        cfg = typed(compose_run_config([f"engine.generator_rows={setting}"]))
+        assert generator_rows(cfg, model, 100, torch.device("cpu")) == rows
+        assert GeneratorSettings.of(cfg).rows == rows and GeneratorSettings.of(cfg, 8).rows == 8
