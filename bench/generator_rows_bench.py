@@ -64,6 +64,7 @@ class Setup:
     sigma: float
     rows: Optional[int]  # None: auto
     compiled: bool
+    memory_only: bool = False
 
 
 def think_lengths(setup: Setup) -> torch.Tensor:
@@ -134,6 +135,8 @@ def measure(name: str, mode: str, engine: GraphDecoder, rows: int, setup: Setup,
         width = min(rows, len(prompts))
         engine.generate(prompts[:width], torch.ones(width, dtype=torch.long), 7, 0, None, str)  # warm-up
         sync(dev)
+        if setup.memory_only:
+            return {**rec, **memory(name, mode, rows, setup, tok)}
         start = time.perf_counter()
         completions, steps = [], 0
         for lo, hi in calls:
@@ -147,15 +150,22 @@ def measure(name: str, mode: str, engine: GraphDecoder, rows: int, setup: Setup,
         return rec
     _, bw_peak, _ = peaks(dev)
     bound = hbm_bytes(engine, completions, steps) / bw_peak
-    estimate = MemoryEstimate.of(ModelShape.of_config(SHAPES[name]),
-                                 layout(name, setup, rows if mode == "refill" else batch_bucket(rows), tok))
     rec.update(seconds=seconds, samples_per_s=len(completions) / seconds, steps=steps,
                tokens=sum(len(c.tokens) for c in completions), hbm_fraction=bound / seconds,
-               interrupted=sum(c.interrupted for c in completions), estimate_gib=estimate.generator_gib,
+               interrupted=sum(c.interrupted for c in completions),
                in_order=[c.prompt_ids for c in completions] == prompts)
-    if dev.type == "cuda":
-        rec["peak_gib"] = torch.cuda.max_memory_allocated(dev) / GIB
-    return rec
+    return {**rec, **memory(name, mode, rows, setup, tok)}
+
+
+def memory(name: str, mode: str, rows: int, setup: Setup, tok: BenchTokenizer) -> Dict[str, float]:
+    """The estimate of the mode's generator GPU (a static batch holds its bucket's rows) and, on CUDA, the
+    peak since the mode began."""
+    cache_rows = rows if mode == "refill" else batch_bucket(rows)
+    estimate = MemoryEstimate.of(ModelShape.of_config(SHAPES[name]), layout(name, setup, cache_rows, tok))
+    out = {"estimate_gib": estimate.generator_gib}
+    if setup.device.type == "cuda":
+        out["peak_gib"] = torch.cuda.max_memory_allocated(setup.device) / GIB
+    return out
 
 
 def run_model(name: str, setup: Setup, deadline: float, emit) -> None:
@@ -183,27 +193,32 @@ def run_model(name: str, setup: Setup, deadline: float, emit) -> None:
 def table(results: List[Dict[str, object]], setup: Setup, machine: str) -> List[str]:
     n = setup.prompts * setup.generations
     lengths = think_lengths(setup).float()
+    full = setup.prompt_tokens + setup.think + len(BenchTokenizer(8).interrupt_ids) + setup.answer + 1
     lines = [f"torch generator, {setup.prompts} prompts x {setup.generations} generations of {setup.prompt_tokens}-token "
              f"prompts, think budget {setup.think} + answer {setup.answer}; think lengths lognormal (median "
              f"{setup.median:g}, sigma {setup.sigma:g}) clipped to the budget: mean {lengths.mean():.0f}, max "
              f"{lengths.max():.0f}, {int((lengths >= setup.think).sum())} of {n} at the budget; each trace "
              f"interrupted at its drawn length, its answer to the cap; {machine}, "
-             f"{'compiled, CUDA graphs' if setup.compiled else 'eager'}; commit {record.commit(['rlscale', 'bench'])}",
+             f"{'compiled, CUDA graphs' if setup.compiled else 'eager'}; commit {record.commit(['rlscale', 'bench'])}"
+             + ("; memory only: the peak after the warm-up call (the buckets' caches and graphs at "
+                f"{full} tokens), no timed call" if setup.memory_only else ""),
              "", "| model | mode | rows | samples/s | s | decode steps | tokens | HBM bound | peak GiB | estimate GiB |"
              " in prompt order |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     by_model: Dict[str, Dict[str, Dict[str, object]]] = {}
     for rec in results:
         by_model.setdefault(str(rec["model"]), {})[str(rec["mode"])] = rec
-        if "error" in rec:
-            lines.append(f"| {rec['model']} | {rec['mode']} | {rec['rows']} | {rec['error']} | | | | | | | |")
-            continue
         peak = f"{rec['peak_gib']:.3g}" if "peak_gib" in rec else "n/a"
+        if "error" in rec or setup.memory_only:
+            memory_cells = "" if "error" in rec else f" {peak} | {rec['estimate_gib']:.3g} |"
+            lines.append(f"| {rec['model']} | {rec['mode']} | {rec['rows']} | {rec.get('error', 'memory only')} "
+                         f"| | | | |{memory_cells or ' | |'} |")
+            continue
         lines.append(f"| {rec['model']} | {rec['mode']} | {rec['rows']} | {rec['samples_per_s']:.3g} | "
                      f"{rec['seconds']:.3g} | {rec['steps']} | {rec['tokens']} | {rec['hbm_fraction']:.1%} | {peak} | "
                      f"{rec['estimate_gib']:.3g} | {rec['in_order']} |")
     ratios = [f"{name}: {modes['refill']['samples_per_s'] / modes['static']['samples_per_s']:.2f}x"
               for name, modes in by_model.items()
-              if all(m in modes and "error" not in modes[m] for m in ("refill", "static"))]
+              if all("samples_per_s" in modes.get(m, {}) for m in ("refill", "static"))]
     return lines + ["", "refill / static samples/s: " + ("; ".join(ratios) or "n/a")]
 
 
@@ -220,6 +235,8 @@ def main() -> None:
     parser.add_argument("--median", type=float, default=4096.0, help="median think length (tokens)")
     parser.add_argument("--sigma", type=float, default=0.75, help="sigma of the log think length")
     parser.add_argument("--max-minutes", type=float, default=math.inf, help="start no measurement after this")
+    parser.add_argument("--memory-only", action="store_true", help="each mode's warm-up call only (its bucket at "
+                                                                  "full length): peak memory against the estimate")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here (markdown), and the "
                                                                 "numbers beside it (.json)")
     args = parser.parse_args()
@@ -228,7 +245,7 @@ def main() -> None:
         torch.set_num_threads(1)  # tiny matrices: threads only contend
     rows = None if args.rows == "auto" else int(args.rows)
     setup = Setup(dev, args.prompts, args.generations, 512, args.think, args.answer, args.median, args.sigma, rows,
-                  dev.type == "cuda")
+                  dev.type == "cuda", args.memory_only)
     models = args.models.split(",")
     if args.tiny:
         setup, models = replace(setup, prompts=2, generations=4, prompt_tokens=16, think=64, answer=16, median=24.0,

@@ -63,3 +63,7 @@ def test_generator_rows_bench_tiny_compares_refilled_rows_with_static_batches(tm
     assert refill["steps"] < static["steps"]
     assert refill["estimate_gib"] < static["estimate_gib"]  # 3 rows against a static bucket of 8
     assert re.search(r"refill / static samples/s: tiny: [\d.]+x$", text.strip()), text
+    run("generator_rows_bench.py", out, "--device", "cpu", "--tiny", "--memory-only")
+    memory = {r["mode"]: r for r in json.loads(out.with_suffix(".json").read_text())}
+    assert {m: r["estimate_gib"] for m, r in memory.items()} == {m: records[m]["estimate_gib"] for m in records}
+    assert "| tiny | refill | 3 | memory only |" in out.read_text() and "samples_per_s" not in memory["refill"]
