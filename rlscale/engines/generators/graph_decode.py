@@ -36,7 +36,8 @@ completion (``TracePhases``: each row's history at its own column), and the comp
 order of the prompts, so every group is whole. The draw of a token is keyed by (seed, decode step of the
 call, row), so with R at least the rows of the call's bucket every completion starts at step 0 in its own
 row and the samples are those of a ``DecodeBucket``; with fewer rows they are other draws of the same
-distribution. An ended row decodes padding until the next check (at most ``CHECK_EVERY`` - 1 steps).
+distribution. An ended row decodes padding until the next check (at most ``CHECK_EVERY`` - 1 steps); once no
+prompt is pending, it attends to the few slots it has decoded padding into since (``RefillBucket.idle``).
 """
 from __future__ import annotations
 
@@ -151,16 +152,22 @@ class DecodeBucket:
         self.seed.fill_(seed)
         versions = []
         for t in range(steps):
-            if version_hook is not None:
-                new = version_hook()
-                if new != version:
-                    dec.refresh()
-                version = new
+            version = self.current_version(version, version_hook)
             versions.append(version)
             self.replay(width + t + 1)
             if (t + 1) % CHECK_EVERY == 0 and ph.all_done():
                 break
         return versions
+
+    def current_version(self, version: int, version_hook: Optional[Callable[[], int]]) -> int:
+        """The policy version before the next step: ``version_hook``'s (an in-flight update, Section 3.1, after
+        which the decoder re-fuses its weight copies), else ``version``."""
+        if version_hook is None:
+            return version
+        new = version_hook()
+        if new != version:
+            self.decoder.refresh()
+        return new
 
     def replay(self, attended: int) -> None:
         """One decode step whose rows attend to fewer than ``attended`` slots: the graph of the smallest kv_len
@@ -207,8 +214,8 @@ class RefillBucket(DecodeBucket):
     def sample(self, prompts: Sequence[List[int]], budgets: torch.Tensor, seed: int, version: int,
                version_hook: Optional[Callable[[], int]], decode) -> tuple[List[Completion], int]:
         """(completions of ``prompts`` in their order, decode steps until the last trace ended)."""
-        ph, dec = self.phases, self.decoder
-        dec.refresh()
+        ph = self.phases
+        self.decoder.refresh()
         ph.reset(budgets[:0], 0)
         for t in (self.cache.mask, self.pos, self.slot, self.hidden):
             t.zero_()
@@ -220,11 +227,7 @@ class RefillBucket(DecodeBucket):
         self.fill(list(range(self.rows)), pending, held, prompts, budgets, 0)
         step = last = 0
         while held:
-            if version_hook is not None:
-                new = version_hook()
-                if new != version:
-                    dec.refresh()
-                version = new
+            version = self.current_version(version, version_hook)
             versions.append(version)
             self.replay(min(self.slots, max(trace.attends(step) for trace in held.values())))
             step += 1
@@ -243,11 +246,20 @@ class RefillBucket(DecodeBucket):
             self.fill(ended, pending, held, prompts, budgets, step)
         return [c for c in out if c is not None], last
 
+    def idle(self, rows: List[int]) -> None:
+        """Rows left without a prompt (the call's last traces are running) attend from slot 0 on, so their
+        decode steps read a few slots instead of their ended trace's cache."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.slot.device)
+        self.cache.mask[index] = False
+        self.slot[index] = 0
+
     def fill(self, free: List[int], pending: Deque[int], held: Dict[int, HeldTrace], prompts: Sequence[List[int]],
              budgets: torch.Tensor, step: int) -> None:
         """Prefill the next pending prompts into rows ``free`` (the rows past them get padding) and start their
         traces at decode step ``step``."""
         take = [pending.popleft() for _ in range(min(len(free), len(pending)))]
+        if len(take) < len(free):
+            self.idle(free[len(take):])
         if not take:
             return
         dec = self.decoder
