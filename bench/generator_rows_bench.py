@@ -22,12 +22,16 @@ so far) over the datasheet bandwidth and the call's seconds (prefill included). 
 ``torch.cuda.max_memory_allocated`` over the mode (weights included) against the estimate's generator GPU
 (weights and the KV cache of the mode's rows; the decoder's fused q/k/v and gate/up copies are not in it).
 
-On CUDA: random-weight Qwen3-1.7B and 4B shapes (``long_sequence_bench.SHAPES``), bf16, compiled, CUDA graphs.
+On CUDA: random-weight Qwen3-1.7B and 4B shapes (``long_sequence_bench.SHAPES``), bf16, compiled (``--eager``:
+not), CUDA graphs. ``--memory-only`` runs each mode's warm-up call alone (its bucket allocated at full length,
+its graphs captured, one call of 1-token think budgets): the peak against the estimate at the full batch, in
+about a minute per model.
 On CPU (``--device cpu --tiny``, tests/unit/engines/test_benches.py; seconds): a 4-layer Llama of hidden 64,
 float32, 16-token prompts, 64 think and 16 answer tokens, 2 prompts x 4 generations, 3 rows, eager, no graphs.
 
     python bench/generator_rows_bench.py [--models qwen3-1.7b,qwen3-4b] [--prompts 8] [--generations 16]
-        [--rows auto] [--think 12288] [--answer 2048] [--median 4096] [--sigma 0.75] [--max-minutes M] [--out FILE]
+        [--rows auto] [--think 12288] [--answer 2048] [--median 4096] [--sigma 0.75] [--max-minutes M]
+        [--memory-only] [--eager] [--out FILE]
     python bench/generator_rows_bench.py --device cpu --tiny [--out FILE]
 """
 from __future__ import annotations
@@ -190,6 +194,12 @@ def run_model(name: str, setup: Setup, deadline: float, emit) -> None:
         torch.cuda.empty_cache()
 
 
+def engine_text(setup: Setup) -> str:
+    if setup.device.type != "cuda":
+        return "eager, no graphs"
+    return "compiled, CUDA graphs" if setup.compiled else "CUDA graphs of the eager step"
+
+
 def table(results: List[Dict[str, object]], setup: Setup, machine: str) -> List[str]:
     n = setup.prompts * setup.generations
     lengths = think_lengths(setup).float()
@@ -199,7 +209,7 @@ def table(results: List[Dict[str, object]], setup: Setup, machine: str) -> List[
              f"{setup.median:g}, sigma {setup.sigma:g}) clipped to the budget: mean {lengths.mean():.0f}, max "
              f"{lengths.max():.0f}, {int((lengths >= setup.think).sum())} of {n} at the budget; each trace "
              f"interrupted at its drawn length, its answer to the cap; {machine}, "
-             f"{'compiled, CUDA graphs' if setup.compiled else 'eager'}; commit {record.commit(['rlscale', 'bench'])}"
+             f"{engine_text(setup)}; commit {record.commit(['rlscale', 'bench'])}"
              + ("; memory only: the peak after the warm-up call (the buckets' caches and graphs at "
                 f"{full} tokens), no timed call" if setup.memory_only else ""),
              "", "| model | mode | rows | samples/s | s | decode steps | tokens | HBM bound | peak GiB | estimate GiB |"
@@ -237,6 +247,7 @@ def main() -> None:
     parser.add_argument("--max-minutes", type=float, default=math.inf, help="start no measurement after this")
     parser.add_argument("--memory-only", action="store_true", help="each mode's warm-up call only (its bucket at "
                                                                   "full length): peak memory against the estimate")
+    parser.add_argument("--eager", action="store_true", help="on CUDA, graphs of the eager step (no torch.compile)")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here (markdown), and the "
                                                                 "numbers beside it (.json)")
     args = parser.parse_args()
@@ -245,7 +256,7 @@ def main() -> None:
         torch.set_num_threads(1)  # tiny matrices: threads only contend
     rows = None if args.rows == "auto" else int(args.rows)
     setup = Setup(dev, args.prompts, args.generations, 512, args.think, args.answer, args.median, args.sigma, rows,
-                  dev.type == "cuda", args.memory_only)
+                  dev.type == "cuda" and not args.eager, args.memory_only)
     models = args.models.split(",")
     if args.tiny:
         setup, models = replace(setup, prompts=2, generations=4, prompt_tokens=16, think=64, answer=16, median=24.0,
