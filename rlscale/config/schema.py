@@ -174,6 +174,12 @@ class EngineConfig:
                                          "rlscale.engines.memory's estimate of the trainer GPU without it passes "
                                          "90 % of the card (one 14,865-token sequence of Qwen3-8B keeps 51 GiB of "
                                          "activations without it), so a run that fits keeps full speed; off on CPU")
+    generator_rows: Any = knob("auto", "the torch generator on CUDA: rows it samples at once, each refilled with "
+                               "the call's next pending prompt when its trace ends, so its KV cache holds these "
+                               "rows at full length, not every row of the call; 0: every row at once, a static "
+                               "batch until its longest trace ends; auto: every row when "
+                               "rlscale.engines.memory's estimate fits 90 % of the GPU, else the most rows that "
+                               "fit (a set number that does not fit is refused before the run samples)")
 
 
 @dataclass
@@ -272,7 +278,8 @@ FLAT_UNREAD = ("normalization", "offpolicy", "model", "launcher", "logger")
 its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
 ``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""
 
-ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks", "engine.activation_checkpointing")
+ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks", "engine.activation_checkpointing",
+                     "engine.generator_rows")
 """Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
 schema fills them in), and wherever configs are compared or hashed one at its default is left out
 (``without_default_sections``), so those run folders keep their identity and resume."""

@@ -68,6 +68,9 @@ def validate(cfg: DictConfig) -> List[str]:
     checkpointing = cfg.engine.activation_checkpointing
     if not (isinstance(checkpointing, bool) or checkpointing == "auto"):
         problems.append(f"field 'engine.activation_checkpointing': must be true, false or auto, got {checkpointing!r}")
+    rows = cfg.engine.generator_rows
+    if not (rows == "auto" or (isinstance(rows, int) and not isinstance(rows, bool) and rows >= 0)):
+        problems.append(f"field 'engine.generator_rows': must be a count >= 0 or auto, got {rows!r}")
     if not cfg.launcher.signal_delay_s < 60 * cfg.launcher.timeout_min:
         problems.append(f"field 'launcher.signal_delay_s': must be below launcher.timeout_min x 60 "
                         f"({60 * cfg.launcher.timeout_min}), got {cfg.launcher.signal_delay_s}")

@@ -21,10 +21,15 @@ tokens (its rows x the longest sequence: prompt + think budget + answer budget),
   chunk of the head (``HEAD_CHUNK_TOKENS``; ``engines.models.policy.chunked_head_logprobs``), or T when the
   micro-batch has fewer.
 - **KV cache** of a generator: the rows it samples at once x longest sequence x 2 L k b (the torch
-  generator's static cache, ``engines.generators.static_decoder``, holds every row at full length). The
-  synchronous loop samples a step's rows on the trainer's GPU; PipelineRL's generators (Section 3.1) are
+  generator's static cache, ``engines.generators.static_decoder``, holds each row at full length). The rows
+  are those of a chunk, or with ``engine.generator_rows`` = R > 0 at most R: the rows the generator refills
+  with the chunk's pending prompts as their traces end (``engines.generators.graph_decode.RefillBucket``).
+  The synchronous loop samples a step's rows on the trainer's GPU; PipelineRL's generators (Section 3.1) are
   processes with their own weights and cache, each sampling chunks of ceil(prompts / generators) groups
   (``train.offpolicy.pipeline``), on GPUs of their own when the job has them, else on the trainer's.
+  ``generator_rows`` resolves ``engine.generator_rows`` on a card: ``auto`` takes every row of a chunk when the
+  estimate fits ``USABLE_FRACTION`` of it, else the most rows that fit; a set number that does not fit is
+  refused in one line naming the field, before the run samples anything.
 
 On one H200 (``bench/results/gpu_bench-H200-fp32-head.md``: 256 rows of 640 tokens, micro-batches of 32 rows,
 the synchronous loop, the head on whole micro-batches and no checkpointing) the peaks measured by
@@ -102,6 +107,12 @@ class JobLayout:
     per_gpu: int  # generator processes on the busiest generator GPU (0: they share the trainer's GPU)
     checkpointing: bool  # activation checkpointing per decoder layer
     head_chunk: int  # positions per pass of the LM head (0: the whole micro-batch)
+    generator_rows: Optional[int] = 0  # rows a generator samples at once (0: a chunk's; None: auto, counted as 0)
+
+    @property
+    def cache_rows(self) -> int:
+        """Rows of one generator's KV cache: a chunk's, or ``generator_rows`` when fewer."""
+        return min(self.generator_rows, self.chunk_rows) if self.generator_rows else self.chunk_rows
 
     @classmethod
     def of(cls, cfg: RunConfig, prompt_tokens: int) -> "JobLayout":
@@ -110,8 +121,9 @@ class JobLayout:
         PipelineRL's generators are placed as the run places them (``rlscale.gpus.generator_gpus``: the GPUs
         after the trainer ranks', round robin; a lone trainer's own GPU when there is none; or one per generator task,
         ``launcher.generator_tasks``); activation checkpointing as ``engine.activation_checkpointing`` sets it,
-        ``auto`` as off (``checkpointing_needed`` resolves it for a GPU); the learners' head chunk; ValueError for a
-        shape that leaves them no GPU."""
+        ``auto`` as off (``checkpointing_needed`` resolves it for a GPU); the learners' head chunk; the generator's
+        rows as ``engine.generator_rows`` sets them, ``auto`` as None (``generator_rows`` resolves it for a GPU);
+        ValueError for a shape that leaves them no GPU."""
         gen, launcher = cfg.generation, cfg.launcher
         think = cfg.length.window[1] if cfg.length.name == "interruption" else gen.max_think_tokens
         completion = (think + PHRASE_TOKENS if gen.think is not False else 0) + gen.max_answer_tokens + 1
@@ -127,7 +139,8 @@ class JobLayout:
         return cls(BYTES[cfg.model.dtype], cfg.precision.lm_head_fp32, cfg.engine.learner, cfg.engine.zero_stage,
                    launcher.nodes * launcher.tasks_per_node - launcher.generator_tasks, prompts * generations,
                    chunk * generations, cfg.batch.micro_batch, prompt_tokens + completion, generators, per_gpu,
-                   cfg.engine.activation_checkpointing is True, HEAD_CHUNK_TOKENS)
+                   cfg.engine.activation_checkpointing is True, HEAD_CHUNK_TOKENS,
+                   None if cfg.engine.generator_rows == "auto" else cfg.engine.generator_rows)
 
 
 @dataclass(frozen=True)
@@ -158,7 +171,7 @@ class MemoryEstimate:
         head_bytes = 4 if job.fp32_head else b
         head_tokens = min(tokens, job.head_chunk) if job.head_chunk > 0 else tokens
         layer = tokens * (6 * shape.hidden + 2 * shape.kv_width + 2 * shape.intermediate) * b  # one layer's
-        kv_cache = job.chunk_rows * job.sequence * 2 * shape.layers * shape.kv_width * b
+        kv_cache = job.cache_rows * row_cache_bytes(shape, job)
         trainer = {
             "weights": p * b / (split if zero and job.zero_stage >= 3 else 1),
             "optimizer": states / split,
@@ -177,3 +190,33 @@ def checkpointing_needed(shape: ModelShape, job: JobLayout, device_bytes: int) -
     trainer GPU without activation checkpointing (``job`` otherwise as it is) passes ``USABLE_FRACTION`` of it."""
     without = MemoryEstimate.of(shape, replace(job, checkpointing=False))
     return sum(without.trainer.values()) > USABLE_FRACTION * device_bytes
+
+
+def row_cache_bytes(shape: ModelShape, job: JobLayout) -> int:
+    """KV cache of one generator row at the job's longest sequence: sequence x 2 L k b."""
+    return job.sequence * 2 * shape.layers * shape.kv_width * job.weight_bytes
+
+
+def generator_rows(shape: ModelShape, job: JobLayout, device_bytes: int) -> int:
+    """``engine.generator_rows`` resolved on GPUs of ``device_bytes`` (the one that holds the generators'
+    caches: a generator GPU of its own, else the trainer's): ``job.generator_rows`` when the estimate fits
+    ``USABLE_FRACTION`` of it (0: every row of a chunk); for auto (None) 0 when every row fits, else the most
+    rows that fit, a multiple of 8 from 8 on. ValueError naming the field to change when it does not fit."""
+    estimate = MemoryEstimate.of(shape, job)
+    where = "generator" if estimate.generator is not None else "trainer"
+    per_row = (job.per_gpu if estimate.generator is not None else max(1, job.generators)) * row_cache_bytes(shape, job)
+    rest = sum((estimate.generator or estimate.trainer).values()) - job.cache_rows * per_row
+    room = USABLE_FRACTION * device_bytes - rest
+    fit = int(room // per_row) if room > 0 else 0
+    card = f"{USABLE_FRACTION:.0%} of the {where} GPU's {device_bytes / GIB:.3g} GiB"
+    if fit < 1:
+        raise ValueError(f"field 'engine.generator_rows': not even one generator row of {job.sequence} tokens "
+                         f"fits {card}: the rest of the estimate is {rest / GIB:.3g} GiB (lower batch.micro_batch, "
+                         f"set engine.activation_checkpointing=true, or spread the job over more GPUs)")
+    if job.generator_rows is None:
+        return 0 if fit >= job.chunk_rows else (fit // 8 * 8 if fit >= 8 else fit)
+    if job.cache_rows > fit:
+        raise ValueError(f"field 'engine.generator_rows': {job.cache_rows} rows of {job.sequence} tokens need "
+                         f"{(rest + job.cache_rows * per_row) / GIB:.3g} GiB on the {where} GPU, past {card}; "
+                         f"at most {fit} fit (engine.generator_rows={fit}, or auto)")
+    return job.generator_rows

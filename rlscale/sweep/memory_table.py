@@ -2,7 +2,9 @@
 per trainer GPU and per generator GPU (``rlscale.engines.memory``), so a job is sized before it is submitted.
 Variants of one model shape, one job layout and one ``engine.activation_checkpointing`` share a row; with
 ``auto`` (resolved on the card the job gets) the row gives the estimate without checkpointing, the card size
-below which auto turns it on, and the estimate with it."""
+below which auto turns it on, and the estimate with it. The last column gives the rows each generator samples at
+once (``engine.generator_rows``): all of a chunk, a set number refilled as traces end, or for ``auto`` the card size
+from which every row fits (on a smaller card, the most rows that fit)."""
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple, Union
@@ -40,19 +42,31 @@ def memory_table(runs: Sequence[ResolvedRun], prompt_tokens: int) -> Table:
         names += [] if r.run.variant in names else [r.run.variant]
     table = Table(title=f"memory per GPU, estimated (prompts of {prompt_tokens} tokens; rlscale.engines.memory)")
     for column in ("variants", "params", "trainer ranks", "sequence", "activation checkpointing",
-                   "per trainer GPU (rank 0)", "per generator GPU"):
+                   "per trainer GPU (rank 0)", "per generator GPU", "generator rows"):
         table.add_column(column, overflow="fold")
     for (shape, layout, auto), names in rows.items():
         if isinstance(shape, str) or isinstance(layout, str):
             table.add_row(shown(", ".join(names)), shown(shape if isinstance(shape, str) else layout), "", "", "", "",
-                          "")
+                          "", "")
             continue
         estimate = MemoryEstimate.of(shape, layout)
         learner = f"{layout.learner} ZeRO-{layout.zero_stage}" if layout.learner == "deepspeed" else layout.learner
         generator = "" if estimate.generator is None else _gib(estimate.generator)
         table.add_row(shown(", ".join(names)), _count(shape.params), f"{layout.ranks} ({learner})",
-                      str(layout.sequence), _checkpointing(shape, layout, auto), _gib(estimate.trainer), generator)
+                      str(layout.sequence), _checkpointing(shape, layout, auto), _gib(estimate.trainer), generator,
+                      _rows(estimate, layout))
     return table
+
+
+def _rows(estimate: MemoryEstimate, layout: JobLayout) -> str:
+    """The rows a generator samples at once (``rlscale.engines.memory.generator_rows``)."""
+    chunk = layout.chunk_rows
+    if layout.generator_rows is None:
+        card = sum((estimate.generator or estimate.trainer).values()) / GIB / USABLE_FRACTION
+        return f"auto: all {chunk} from {card:.3g} GiB cards"
+    if layout.cache_rows < chunk:
+        return f"{layout.cache_rows} of {chunk}, refilled"
+    return f"all {chunk}"
 
 
 def _checkpointing(shape: ModelShape, layout: JobLayout, auto: bool) -> str:

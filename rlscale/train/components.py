@@ -19,7 +19,7 @@ from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTo
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.engines.learners.build import LearnerSettings, build_learner
-from rlscale.engines.memory import JobLayout, ModelShape, checkpointing_needed
+from rlscale.engines.memory import JobLayout, ModelShape, checkpointing_needed, generator_rows
 from rlscale.engines.models.configs import PolicyInputs
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
@@ -149,11 +149,14 @@ def longest_sequence(task: Task, tok, generator) -> int:
     return longest_prompt(task, tok) + longest_completion
 
 
-def generator_settings(cfg: RunConfig) -> GeneratorSettings:
+def generator_settings(cfg: RunConfig, rows: Optional[int] = None) -> GeneratorSettings:
     """The generator's own settings, made from the run's config once (a PipelineRL generator process is built from
-    them alone)."""
+    them alone). ``rows``: ``engine.generator_rows`` resolved (``resolved_generator_rows``); None: as configured,
+    ``auto`` as 0."""
+    configured = cfg.engine.generator_rows
+    rows = (0 if configured == "auto" else configured) if rows is None else rows
     return GeneratorSettings(cfg.engine.generator, cfg.generation, cfg.length, cfg.precision.lm_head_fp32,
-                             cfg.engine.compile, cfg.seed)
+                             cfg.engine.compile, cfg.seed, rows)
 
 
 def learner_settings_of(cfg: RunConfig, compiled: bool = False, max_width: int = 0,
@@ -187,6 +190,22 @@ def learner_settings(cfg: RunConfig, task: Task, tok, model, device: torch.devic
     return learner_settings_of(cfg, compiled, width, auto_checkpointing(cfg, model, prompt, device))
 
 
+def resolved_generator_rows(cfg: RunConfig, task: Task, tok, model, device: torch.device) -> int:
+    """``engine.generator_rows`` resolved for the run's longest prompt on ``device``
+    (``rlscale.engines.memory.generator_rows``: the card of ``device``, ``model``'s shape, activation
+    checkpointing as the learners resolve it); a setting that does not fit stops the run here, before it
+    samples, with a ValueError in one line naming the field. As configured (``auto`` as 0) off CUDA and for
+    generators other than torch, which do not read it."""
+    configured = cfg.engine.generator_rows
+    if device.type != "cuda" or cfg.engine.generator != "torch":
+        return 0 if configured == "auto" else configured
+    shape, job = ModelShape.of_config(model.config), JobLayout.of(cfg, longest_prompt(task, tok))
+    card = torch.cuda.get_device_properties(device).total_memory
+    if cfg.engine.activation_checkpointing == "auto":
+        job = replace(job, checkpointing=checkpointing_needed(shape, job, card))
+    return generator_rows(shape, job, card)
+
+
 def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:
     """The pool of ``curriculum.name`` over the first ``curriculum.pool_size`` of ``split`` training prompts."""
     return CURRICULUM.load(cfg.curriculum.name)(min(cfg.curriculum.pool_size, split) or split, cfg.curriculum)
@@ -208,7 +227,8 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
-    generator = build_generator(generator_settings(cfg), model, tok, device)
+    generator = build_generator(generator_settings(cfg, resolved_generator_rows(cfg, task, tok, model, device)),
+                                model, tok, device)
     compiled = cfg.engine.compile and device.type == "cuda"
     width = longest_sequence(task, tok, generator) if compiled else 0
     learner = build_learner(learner_settings(cfg, task, tok, model, device, compiled, width), model)
@@ -218,7 +238,7 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
                          torch.cuda.device_count() if device.type == "cuda" else 1)
     sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length,
                              LENGTH.load(cfg.length.name), rng, meter)
-    source = build_source(cfg, sampler, model, run_dir)
+    source = build_source(replace(cfg, engine=replace(cfg.engine, generator_rows=rows)), sampler, model, run_dir)
     downstream = [DownstreamEval(entry.name, entry.samples, formatted_task(entry.task))
                   for entry in cfg.eval.downstream]
     return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source,
@@ -235,8 +255,9 @@ def serve_generator_task(cfg: RunConfig, run_dir: Path, index: int) -> int:
     device = prepare_process(cfg)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    model, tok = build_policy(cfg, build_task(cfg), device)
-    settings = generator_settings(cfg)
+    task = build_task(cfg)
+    model, tok = build_policy(cfg, task, device)
+    settings = generator_settings(cfg, resolved_generator_rows(cfg, task, tok, model, device))
     spec = GeneratorSpec(settings, cfg.offpolicy.update_every_tokens, tok, cfg.batch.generations, cfg.engine.threads)
     return serve(spec, lambda replica: build_generator(settings, replica, tok, device), model, index,
                  cfg.launcher.generator_tasks, Path(run_dir) / f"generator-task-{index}.log")

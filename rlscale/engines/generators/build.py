@@ -18,7 +18,8 @@ from rlscale.rl.length import LengthConfig
 class GeneratorSettings:
     """Made from the run's config by ``rlscale.train.components.generator_settings``. ``backend``:
     ``engine.generator``; ``compiled``: ``engine.compile`` (the torch generator's GPU path); ``fp32_head``:
-    ``precision.lm_head_fp32``; ``seed``: the run's seed (vLLM's engine seed)."""
+    ``precision.lm_head_fp32``; ``seed``: the run's seed (vLLM's engine seed); ``rows``: ``engine.generator_rows``
+    resolved (``rlscale.train.components.resolved_generator_rows``; 0: every row of a call at once)."""
 
     backend: str
     generation: GenerationConfig
@@ -26,6 +27,7 @@ class GeneratorSettings:
     fp32_head: bool
     compiled: bool
     seed: int
+    rows: int = 0
 
 
 def build_generator(settings: GeneratorSettings, model, tok: PolicyTokenizer, device: torch.device) -> Generator:

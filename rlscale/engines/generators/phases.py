@@ -7,6 +7,11 @@ truncated there. An answer ends at the end-of-sequence token or is truncated at 
 Every token records its generator log-probability and whether it was sampled (forced tokens are not
 trained on). The state lives in fixed tensors updated in place once per decode step, so the eager
 generator and a captured CUDA graph (``rlscale.engines.generators.graph_decode``) run the same code.
+
+Each row writes its history at its own column (its trace's length so far), so a row whose trace ended can
+start another one (``start_rows``) while the others go on: the refilling generator's rows
+(``graph_decode.RefillBucket``). A row that has ended writes padding one column past its trace (the spare
+column of the history), never into it.
 """
 from __future__ import annotations
 
@@ -44,10 +49,11 @@ class TracePhases:
         self.budgets, self.think_len, self.answer_len, self.lengths = (zeros(torch.long) for _ in range(4))
         self.closed, self.done, self.truncated, self.interrupted = (zeros(torch.bool) for _ in range(4))
         self.force_at = torch.full((rows,), -1, dtype=torch.long, device=device)  # index into the phrase, -1 = none
-        self.step = torch.zeros(1, dtype=torch.long, device=device)
-        self.tokens = torch.zeros((rows, steps), dtype=torch.long, device=device)
-        self.logps = torch.zeros((rows, steps), dtype=torch.float32, device=device)
-        self.sampled = torch.zeros((rows, steps), dtype=torch.bool, device=device)
+        self.step = torch.zeros(1, dtype=torch.long, device=device)  # decode steps of the batch so far
+        # a trace's history: ``steps`` columns and a spare one that an ended row pads
+        self.tokens = torch.zeros((rows, steps + 1), dtype=torch.long, device=device)
+        self.logps = torch.zeros((rows, steps + 1), dtype=torch.float32, device=device)
+        self.sampled = torch.zeros((rows, steps + 1), dtype=torch.bool, device=device)
         self.interrupt = torch.tensor(rules.interrupt_ids, dtype=torch.long, device=device)
         self.close = torch.tensor(rules.think_close_ids, dtype=torch.long, device=device)
         self.close_offsets = torch.arange(1 - len(rules.think_close_ids), 1, device=device)
@@ -55,16 +61,24 @@ class TracePhases:
 
     def reset(self, budgets: torch.Tensor, live: int) -> None:
         """Start a new batch: rows 0..live-1 think with ``budgets`` [live]; the others are ended already."""
-        for t in (self.think_len, self.answer_len, self.lengths, self.step, self.tokens, self.logps):
+        for t in (self.step, self.tokens, self.logps):
             t.zero_()
-        for t in (self.truncated, self.interrupted, self.sampled):
-            t.zero_()
-        self.closed.fill_(not self.rules.think)  # without thinking every trace starts in its answer
-        self.force_at.fill_(-1)
-        self.budgets.zero_()
-        self.budgets[:live] = budgets
-        self.done.zero_()
+        every = torch.zeros_like(self.budgets)
+        every[:live] = budgets
+        self.start_rows(torch.arange(len(every), device=every.device), every)
         self.done[live:] = True
+
+    def start_rows(self, rows: torch.Tensor, budgets: torch.Tensor) -> None:
+        """Start a new trace in each of ``rows`` (indices) with think ``budgets`` (one per row); the other rows
+        go on as they are."""
+        for t in (self.think_len, self.answer_len, self.lengths):
+            t[rows] = 0
+        for t in (self.truncated, self.interrupted, self.done):
+            t[rows] = False
+        self.sampled[rows] = False
+        self.closed[rows] = not self.rules.think  # without thinking every trace starts in its answer
+        self.force_at[rows] = -1
+        self.budgets[rows] = budgets.to(self.budgets.device)
 
     def choose(self, draw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(token, forcing): the drawn token, or the next token of the phrase, or padding once ended."""
@@ -76,10 +90,11 @@ class TracePhases:
         """Record step ``step`` (token, its log-probability) and move every trace to its next phase."""
         r = self.rules
         active = ~self.done
+        column = self.lengths.unsqueeze(1)  # the trace's next position (an ended row: one past its end)
+        self.tokens.scatter_(1, column, token.unsqueeze(1))
+        self.logps.scatter_(1, column, logp.float().unsqueeze(1))
+        self.sampled.scatter_(1, column, (active & ~forcing).unsqueeze(1))
         self.lengths += active.long()
-        self.tokens.index_copy_(1, self.step, token.unsqueeze(1))
-        self.logps.index_copy_(1, self.step, logp.float().unsqueeze(1))
-        self.sampled.index_copy_(1, self.step, (active & ~forcing).unsqueeze(1))
 
         in_answer = active & self.closed
         self.answer_len += in_answer.long()
@@ -107,27 +122,35 @@ class TracePhases:
         self.step += 1
 
     def _closes(self) -> torch.Tensor:
-        """Rows whose last tokens (this step's included) spell ``</think>``."""
-        index = (self.step + self.close_offsets).clamp(min=0)
-        tail = self.tokens.index_select(1, index)
-        return (tail == self.close).all(-1) & (self.step + 1 >= len(self.close))
+        """Rows whose last tokens (this step's included) spell ``</think>`` (read for the rows still running)."""
+        index = (self.lengths.unsqueeze(1) - 1 + self.close_offsets).clamp(min=0)
+        tail = self.tokens.gather(1, index)
+        return (tail == self.close).all(-1) & (self.lengths >= len(self.close))
 
-    def completions(self, prompts: Sequence[List[int]], versions: Sequence[int], decode) -> List[Completion]:
-        """The first ``len(prompts)`` rows as completions; a trace still running has run out of steps."""
+    def completions(self, prompts: Sequence[List[int]], versions: Sequence[int], decode,
+                    rows: Optional[Sequence[int]] = None, starts: Optional[Sequence[int]] = None) -> List[Completion]:
+        """The traces of ``rows`` (default: the first ``len(prompts)``) as completions of ``prompts``; a trace
+        still running has run out of steps. ``versions`` holds the policy version of every decode step of the
+        batch and a trace's tokens are those of steps ``starts[i]`` on (default 0: every trace began at step
+        0)."""
         n = len(prompts)
-        lengths = self.lengths[:n].cpu()
+        rows = list(range(n)) if rows is None else list(rows)
+        starts = [0] * n if starts is None else list(starts)
+        index = torch.tensor(rows, dtype=torch.long, device=self.lengths.device)
+        lengths = self.lengths[index].cpu()
         width = int(lengths.max()) if n else 0
-        tokens = self.tokens[:n, :width].cpu()
-        logps = self.logps[:n, :width].cpu()
-        sampled = self.sampled[:n, :width].cpu()
-        truncated = (self.truncated[:n] | ~self.done[:n]).cpu()
-        interrupted, think = self.interrupted[:n].cpu(), self.think_len[:n].cpu()
+        tokens = self.tokens[index, :width].cpu()
+        logps = self.logps[index, :width].cpu()
+        sampled = self.sampled[index, :width].cpu()
+        truncated = (self.truncated[index] | ~self.done[index]).cpu()
+        interrupted, think = self.interrupted[index].cpu(), self.think_len[index].cpu()
         out = []
         for i in range(n):
             length = int(lengths[i])
             seq = tokens[i, :length].tolist()
             out.append(Completion(prompt_ids=list(prompts[i]), tokens=seq, gen_logp=logps[i, :length].tolist(),
-                                  sampled=sampled[i, :length].tolist(), versions=list(versions[:length]),
+                                  sampled=sampled[i, :length].tolist(),
+                                  versions=list(versions[starts[i]:starts[i] + length]),
                                   interrupted=bool(interrupted[i]), truncated=bool(truncated[i]),
                                   think_tokens=int(think[i]), text=decode(seq), thinks=self.rules.think))
         return out

@@ -4,8 +4,10 @@ The generator of the paper is vLLM (Section 2); on the lent GPUs the native torc
 place, and per decode step it must read little more than the weights and the live KV cache. HF's
 ``DynamicCache`` grows its tensors (a copy per step) and rebuilds masks on the host; here the cache is
 allocated once per batch (``StaticKVCache``), the new key/value is written into slot ``slot`` with
-``index_copy_`` and attention reads the first ``kv_len`` slots, so every tensor has a fixed shape and
+``index_copy_`` (one slot for every row) or a per-row scatter (each row at its own slot, the refilling
+generator's rows) and attention reads the first ``kv_len`` slots, so every tensor has a fixed shape and
 address: a decode step can be captured in a CUDA graph (``rlscale.engines.generators.graph_decode``).
+``prefill`` writes prompts into all rows of a cache or into chosen ones (a row refilled with a new prompt).
 
 The weights are the HF model's own tensors (layer norms, output and down projections, embedding), plus
 copies made by ``refresh``: q/k/v fused into one matrix, gate/up into one (one GEMM instead of three or
@@ -107,12 +109,21 @@ def rotated_qkv(x: torch.Tensor, layer: _Layer, cos: torch.Tensor, sin: torch.Te
 def step_query(x: torch.Tensor, layer: _Layer, cos: torch.Tensor, sin: torch.Tensor, dims: tuple[int, int, int],
                eps: float, kv: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
     """A decode step's rotated q [B, heads, D] of ``layer``; its k and v are written into slot ``slot`` of the
-    layer's cache ``kv`` [B, kv_heads, slots, 2D]. Compiled, the write is the indexed store of the kernel
-    that rotates k (two ``index_copy_`` launches per layer otherwise: 7.8 % of a Qwen2-0.5B step on an
-    H200)."""
+    layer's cache ``kv`` [B, kv_heads, slots, 2D] (``write_slot``). Compiled, the write is the indexed store
+    of the kernel that rotates k (two ``index_copy_`` launches per layer otherwise: 7.8 % of a Qwen2-0.5B
+    step on an H200)."""
     q, k, v = rotated_qkv(x, layer, cos, sin, dims, eps)
-    kv.index_copy_(2, slot, torch.cat([k, v], dim=-1).unsqueeze(2))
+    write_slot(kv, slot, torch.cat([k, v], dim=-1))
     return q
+
+
+def write_slot(kv: torch.Tensor, slot: torch.Tensor, new: torch.Tensor) -> None:
+    """``new`` [B, kv_heads, 2D] into ``kv`` [B, kv_heads, slots, 2D] at ``slot``: [1], the same slot for every
+    row, or [B], each row's own."""
+    if slot.shape[0] == 1:
+        kv.index_copy_(2, slot, new.unsqueeze(2))
+    else:
+        kv.scatter_(2, slot.view(-1, 1, 1, 1).expand(-1, kv.shape[1], 1, kv.shape[3]), new.unsqueeze(2))
 
 
 def residual_add(x: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
@@ -224,10 +235,13 @@ class StaticKVDecoder:
         self._cos, self._sin = cos[0], sin[0]
 
     @torch.no_grad()
-    def prefill(self, cache: StaticKVCache, ids: torch.Tensor, attn: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def prefill(self, cache: StaticKVCache, ids: torch.Tensor, attn: torch.Tensor, rows: Optional[torch.Tensor] = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the left-padded prompts ``ids`` [B, W] (``attn`` 1 on real tokens) into slots 0..W-1 of
-        ``cache``; returns (final hidden state of the last position [B, hidden], next position [B])."""
+        ``cache``'s rows ``rows`` (B indices; default: every row, B of them), every other slot of those rows
+        cleared; returns (final hidden state of the last position [B, hidden], next position [B])."""
         batch, width = ids.shape
+        into = slice(None) if rows is None else rows
         positions = (attn.cumsum(-1) - 1).clamp(min=0)
         self.rope_table(cache.slots)
         cos, sin = self._cos[positions], self._sin[positions]
@@ -236,15 +250,16 @@ class StaticKVDecoder:
         # padding queries attend to themselves only, so no row is empty (no NaN reaches the cache)
         allowed = (causal & real[:, None, :]) | torch.eye(width, dtype=torch.bool, device=ids.device)
         allowed = allowed.unsqueeze(1)
-        cache.mask.zero_()
-        cache.mask[:, :width] = real
+        live = torch.zeros((batch, cache.slots), dtype=torch.bool, device=ids.device)
+        live[:, :width] = real
+        cache.mask[into] = live
         groups = self.heads // self.kv_heads
         x = F.embedding(ids, self.embed)
         for i, layer in enumerate(self.layers):
             q, k, v = self.prefill_qkv(x, layer, cos, sin, self.dims, self.eps)
             k, v = k.transpose(1, 2), v.transpose(1, 2)
-            cache.keys[i, :, :, :width] = k
-            cache.values[i, :, :, :width] = v
+            cache.keys[i, into, :, :width] = k
+            cache.values[i, into, :, :width] = v
             out = F.scaled_dot_product_attention(q.transpose(1, 2), k.repeat_interleave(groups, dim=1),
                                                  v.repeat_interleave(groups, dim=1), attn_mask=allowed)
             x = self.prefill_output(x, out.transpose(1, 2).flatten(2), layer, self.eps)
@@ -253,21 +268,26 @@ class StaticKVDecoder:
     @torch.no_grad()
     def decode(self, cache: StaticKVCache, token: torch.Tensor, pos: torch.Tensor, slot: torch.Tensor,
                kv_len: int) -> torch.Tensor:
-        """One step: ``token`` [B] at positions ``pos`` [B] is written to slot ``slot`` ([1] tensor, on the
-        device) and attends to slots 0..kv_len-1 (``kv_len`` > slot); returns the final hidden state [B, hidden].
-        Every row attends to its new slot, so a finished row never attends to nothing."""
+        """One step: ``token`` [B] at positions ``pos`` [B] is written to slot ``slot`` (on the device: [1], one
+        slot for every row, or [B], each row's own) and attends to slots 0..kv_len-1 (``kv_len`` > slot);
+        returns the final hidden state [B, hidden]. Every row attends to its new slot, so a finished row never
+        attends to nothing."""
         batch = token.shape[0]
         cos, sin = self._cos[pos], self._sin[pos]
-        cache.mask.index_fill_(1, slot, True)
+        if slot.shape[0] == 1:
+            cache.mask.index_fill_(1, slot, True)
+        else:
+            cache.mask.scatter_(1, slot.unsqueeze(1), True)
         groups = self.heads // self.kv_heads
         x = F.embedding(token, self.embed)
         q = self.step_first(x, self.layers[0], cos, sin, self.dims, self.eps, cache.kv[0], slot)
         keys, values = cache.keys, cache.values
+        own_lengths = slot.shape[0] > 1  # rows of different lengths: each reads its own live slots
         for i, layer in enumerate(self.layers):
             # grouped-query attention without repeating the cache (rlscale.engines.kernels.decode_attention); the
             # cache write stays outside the attention kernel: inside it, it cost the kernel 1.3-1.5x (H200)
             out = self.attend(q.view(batch, self.kv_heads, groups, self.head_dim), keys[i], values[i], cache.mask,
-                              kv_len).reshape(batch, self.heads * self.head_dim)
+                              kv_len, skip_dead=own_lengths).reshape(batch, self.heads * self.head_dim)
             if i + 1 < len(self.layers):
                 x, q = self.step_between(x, out, layer, self.layers[i + 1], cos, sin, self.dims, self.eps,
                                          cache.kv[i + 1], slot)

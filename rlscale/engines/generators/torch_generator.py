@@ -8,7 +8,8 @@ interruption phrase forced in, then the answer is generated; otherwise it is tru
 
 Two engines share that bookkeeping. On CUDA, for Llama / Qwen2 / Qwen3-shaped models, the GPU path of
 ``rlscale.engines.generators.graph_decode`` (static KV cache, fused Gumbel-max sampling, CUDA graphs; the sampling
-seed is drawn from ``rng``). Elsewhere, HF's forward with a ``DynamicCache`` and ``torch.multinomial``
+seed is drawn from ``rng``; with ``rows`` > 0, ``engine.generator_rows``, at most that many rows at once, each
+refilled with the next prompt as its trace ends). Elsewhere, HF's forward with a ``DynamicCache`` and ``torch.multinomial``
 driven by ``rng`` itself (on CPU the draws are those of ``rng``, so a seeded run repeats exactly).
 """
 from __future__ import annotations
@@ -46,7 +47,7 @@ class TorchGenerator:
     the prompts end where the answer starts and the whole completion is the answer."""
 
     def __init__(self, model, tok: PolicyTokenizer, gen_cfg: GenerationConfig, length_cfg: LengthConfig,
-                 fp32_head: bool, device: torch.device, compiled: bool = True, think: bool = True):
+                 fp32_head: bool, device: torch.device, compiled: bool = True, think: bool = True, rows: int = 0):
         self.model = model
         self.tok = tok
         self.gen_cfg = gen_cfg
@@ -60,14 +61,15 @@ class TorchGenerator:
         self.engine: Optional[GraphDecoder] = None
         if device.type == "cuda" and static_decoder.supports(model):
             self.engine = GraphDecoder(model, self.rules, fp32_head, gen_cfg.temperature, self._longest_budget(),
-                                       compiled=compiled)
+                                       compiled=compiled, rows=rows)
 
     @classmethod
     def from_settings(cls, settings: GeneratorSettings, model, tok: PolicyTokenizer,
                       device: torch.device) -> "TorchGenerator":
-        """``engine.generator=torch``: on ``device``, compiled on CUDA when ``settings.compiled``."""
+        """``engine.generator=torch``: on ``device``, compiled on CUDA when ``settings.compiled``, with at most
+        ``settings.rows`` rows at once on CUDA (0: every row of a call)."""
         return cls(model, tok, settings.generation, settings.length, settings.fp32_head, device,
-                   compiled=settings.compiled, think=tok.think)
+                   compiled=settings.compiled, think=tok.think, rows=settings.rows)
 
     @property
     def max_new_tokens(self) -> int:

@@ -1,6 +1,7 @@
 """The GPU benchmarks of the engines in their CPU mode, as CI runs them, so that they keep running between the
 GPU runs: ``bench/gpu_bench.py --quick`` (every section but TRL on the tiny shape) and
-``bench/long_sequence_bench.py --quick`` (the learner with checkpointing and the head's chunks off and on)."""
+``bench/long_sequence_bench.py --quick`` (the learner with checkpointing and the head's chunks off and on) and
+``bench/generator_rows_bench.py --device cpu --tiny`` (refilled rows against static batches)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def run(script: str, out: Path) -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick", "--out", str(out)],
+def run(script: str, out: Path, *flags: str) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *(flags or ("--quick",)), "--out", str(out)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -47,3 +48,22 @@ def test_long_sequence_bench_quick_ends_in_the_ratio_and_both_lower_the_peak(tmp
     assert peaks[True, 128] < peaks[True, 0] < peaks[False, 0]
     ratio = re.search(r"on / both off: tiny: peak memory ([\d.]+)x, update time ([\d.]+)x$", text.strip())
     assert ratio is not None and float(ratio.group(1)) < 0.5, text
+
+
+def test_generator_rows_bench_tiny_compares_refilled_rows_with_static_batches(tmp_path):
+    out = tmp_path / "rows.md"
+    printed = run("generator_rows_bench.py", out, "--device", "cpu", "--tiny")
+    text = out.read_text()
+    assert text.strip() in printed
+    records = {r["mode"]: r for r in json.loads(out.with_suffix(".json").read_text())}
+    refill, static = records["refill"], records["static"]
+    assert refill["rows"] == static["rows"] == 3 and refill["in_order"] and static["in_order"]
+    assert refill["interrupted"] == static["interrupted"] == 8  # every trace ended at its drawn think length
+    # 8 completions on 3 rows: the static batches wait for their longest trace, the refilled rows do not
+    assert refill["steps"] < static["steps"]
+    assert refill["estimate_gib"] < static["estimate_gib"]  # 3 rows against a static bucket of 8
+    assert re.search(r"refill / static samples/s: tiny: [\d.]+x$", text.strip()), text
+    run("generator_rows_bench.py", out, "--device", "cpu", "--tiny", "--memory-only")
+    memory = {r["mode"]: r for r in json.loads(out.with_suffix(".json").read_text())}
+    assert {m: r["estimate_gib"] for m, r in memory.items()} == {m: records[m]["estimate_gib"] for m in records}
+    assert "| tiny | refill | 3 | memory only |" in out.read_text() and "samples_per_s" not in memory["refill"]

@@ -57,8 +57,8 @@ def test_the_generator_keeps_one_decode_bucket_per_row_count_across_prompt_width
     for question in ("1+2", "1+2+3+4+5+6+7+8+9+1+2+3+4+5+6+7+8+9+1+2+3+4+5+6+7+8+9+1+2+3+4+5+6+7+8+9+1", "7"):
         prompts = [tok.encode_prompt(question)] * 6
         engine.generate(prompts, torch.full((6,), 8), seed=1, version=0, version_hook=None, decode=tok.decode)
-        made.append((list(engine.buckets), engine.buckets[batch_bucket(6)].slots))
-    assert [keys for keys, _ in made] == [[8], [8], [8]]
+        made.append((list(engine.buckets), engine.buckets[batch_bucket(6), False].slots))
+    assert [keys for keys, _ in made] == [[(8, False)]] * 3  # (rows, refilled)
     assert made[0][1] < made[1][1] == made[2][1]  # grown for the long prompt, kept for the short one
 
 

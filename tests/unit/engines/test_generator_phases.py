@@ -94,3 +94,29 @@ def test_the_answer_is_the_text_after_the_trace_or_the_whole_completion_without_
     assert thinking.answer == "The answer is 9."
     assert replace(thinking, text="still thinking 4+5").answer == ""  # no </think>: no answer
     assert replace(thinking, thinks=False, text=" The answer is 9.\n").answer == "The answer is 9."
+
+
+def test_a_row_started_again_writes_its_new_trace_from_column_zero_and_the_others_go_on():
+    """The refilling generator's bookkeeping: row 0 (budget 1) is interrupted after one token of thought and,
+    ended after three steps, starts a new trace (budget 2) while row 1 keeps thinking; each row's history is
+    its own trace, and a completion's versions are those of the decode steps from its start."""
+    ph = TracePhases(rules(True), 2, 8, torch.device("cpu"))
+    ph.reset(torch.tensor([1, 20]), 2)
+
+    def step(draws) -> None:
+        token, forcing = ph.choose(torch.tensor(draws))
+        ph.advance(token, torch.zeros(2), forcing)
+
+    for draws in ([4, 4], [5, 5], [6, 6]):
+        step(draws)
+    ph.done[0] = True  # ended, as the generator sees it at a done-check (here: before its phrase is over)
+    first = ph.completions([[1]], list(range(100, 103)), str, rows=[0])[0]
+    ph.start_rows(torch.tensor([0]), torch.tensor([2]))
+    assert ph.lengths.tolist() == [0, 3] and not ph.done.any() and ph.budgets.tolist() == [2, 20]
+    for draws in ([7, 7], [8, 8], [9, 9]):
+        step(draws)
+    second, other = ph.completions([[1], [2]], list(range(100, 106)), str, rows=[0, 1], starts=[3, 0])
+    assert first.tokens == [4, PHRASE[0], PHRASE[1]] and first.versions == [100, 101, 102] and first.interrupted
+    assert second.tokens == [7, 8, PHRASE[0]] and second.versions == [103, 104, 105]
+    assert second.think_tokens == 2 and second.interrupted and second.sampled == [True, True, False]
+    assert other.tokens == [4, 5, 6, 7, 8, 9] and other.versions == list(range(100, 106)) and other.think_tokens == 6

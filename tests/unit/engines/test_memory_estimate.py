@@ -1,6 +1,6 @@
 """The memory estimate per GPU (``rlscale.engines.memory``): parameters counted from a config equal the
-instantiated model's, the ZeRO split, activation checkpointing, the LM head's chunks and the PipelineRL
-placement by hand, the completion budget read from a composed run config, what ``auto`` checkpointing resolves
+instantiated model's, the ZeRO split, activation checkpointing, the LM head's chunks, the PipelineRL
+placement and the generator's refilled rows by hand, what ``engine.generator_rows`` resolves to on a card, the completion budget read from a composed run config, what ``auto`` checkpointing resolves
 to, and the estimate against peaks measured on an H200."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
 
 from rlscale.config import compose_run_config, typed
-from rlscale.engines.memory import (GIB, HEAD_CHUNK_TOKENS, PHRASE_TOKENS, JobLayout, MemoryEstimate, ModelShape,
-                                   checkpointing_needed)
+from rlscale.engines.memory import (GIB, HEAD_CHUNK_TOKENS, PHRASE_TOKENS, USABLE_FRACTION, JobLayout,
+                                   MemoryEstimate, ModelShape, checkpointing_needed, generator_rows)
 from rlscale.engines.models.shape import model_shape
 
 SMALL = dict(vocab_size=300, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
@@ -81,6 +81,34 @@ def test_pipeline_generators_hold_weights_and_cache_on_their_gpu_or_on_the_train
     assert doubled.generator == {"weights": 4000, "kv_cache": 2 * 16 * 100 * 2 * 2 * 4 * 2}
 
 
+def test_the_generators_cache_follows_its_refilled_rows_not_the_chunks():
+    row = 100 * 2 * 2 * 4 * 2  # sequence x 2 L k b
+    assert MemoryEstimate.of(SHAPE, job(generator_rows=16)).trainer["kv_cache"] == 16 * row
+    assert MemoryEstimate.of(SHAPE, job(generator_rows=100)).trainer["kv_cache"] == 64 * row  # a chunk has 64
+    assert MemoryEstimate.of(SHAPE, job(generator_rows=None)).trainer["kv_cache"] == 64 * row  # auto: all, at most
+    own = MemoryEstimate.of(SHAPE, job(generators=4, per_gpu=2, chunk_rows=16, generator_rows=4))
+    assert own.generator["kv_cache"] == 2 * 4 * row
+
+
+def test_generator_rows_resolve_to_what_fits_the_card_and_a_setting_past_it_is_refused():
+    row = 100 * 2 * 2 * 4 * 2
+    rest = sum(MemoryEstimate.of(SHAPE, job()).trainer.values()) - 64 * row
+    card = lambda rows: int((rest + rows * row) / USABLE_FRACTION) + 1  # noqa: E731  (a card that holds ``rows``)
+    assert generator_rows(SHAPE, job(generator_rows=None), card(64)) == 0  # every row fits: all at once
+    assert generator_rows(SHAPE, job(generator_rows=None), card(63)) == 56  # the most that fit, a multiple of 8
+    assert generator_rows(SHAPE, job(generator_rows=None), card(5)) == 5
+    assert generator_rows(SHAPE, job(generator_rows=40), card(40)) == 40
+    with pytest.raises(ValueError, match=r"field 'engine.generator_rows': 41 rows .* at most 40 fit"):
+        generator_rows(SHAPE, job(generator_rows=41), card(40))
+    with pytest.raises(ValueError, match=r"field 'engine.generator_rows': 64 rows"):
+        generator_rows(SHAPE, job(), card(63))  # 0: the chunk's 64 rows
+    with pytest.raises(ValueError, match="not even one generator row"):
+        generator_rows(SHAPE, job(generator_rows=None), int(rest / USABLE_FRACTION))
+    shared = job(generators=2, per_gpu=0, chunk_rows=32, generator_rows=None)  # 2 generators on the trainer's GPU
+    rest2 = sum(MemoryEstimate.of(SHAPE, shared).trainer.values()) - 2 * 32 * row
+    assert generator_rows(SHAPE, shared, int((rest2 + 2 * 20 * row) / USABLE_FRACTION) + 1) == 16  # 20 each fit
+
+
 def compose(overrides):
     return typed(compose_run_config(overrides))
 
@@ -95,6 +123,7 @@ def test_the_layout_of_a_composed_run_config():
     assert (layout.ranks, layout.generators, layout.per_gpu) == (2, 2, 1)
     assert (layout.checkpointing, layout.head_chunk) == (False, HEAD_CHUNK_TOKENS)  # auto: off until a card is known
     assert JobLayout.of(compose(["engine.activation_checkpointing=true"]), 10).checkpointing
+    assert layout.generator_rows is None and JobLayout.of(compose(["engine.generator_rows=24"]), 10).generator_rows == 24
     synchronous = JobLayout.of(compose(["offpolicy=ppo", "batch.prompts=16", "batch.generations=8"]), 10)
     assert synchronous.generators == 0 and synchronous.chunk_rows == 128
     tasks = JobLayout.of(compose(["batch.prompts=16", "batch.generations=8", "offpolicy=pipeline",

@@ -1,6 +1,7 @@
 """``rlscale sweep --dry-run`` prints each distinct job's estimated memory per GPU (``rlscale.engines.memory``),
 for a model known only by its config.json (docs/sizing/qwen3-8b), with activation checkpointing as set (for
-``auto``, the card size below which it turns on), and says when a model has no shape."""
+``auto``, the card size below which it turns on) and the generator's rows (``engine.generator_rows``), and says
+when a model has no shape."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,7 @@ PLAN = ["model=hf", f"model.path={QWEN3_8B}", "model.dtype=bfloat16", "engine.le
 
 def dry_run(tmp_path: Path, *args: str):
     return CliRunner().invoke(app, ["sweep", "conf=loo", "--results", str(tmp_path / "results"), "--dry-run", *args],
-                              env={"COLUMNS": "300"})
+                              env={"COLUMNS": "400"})
 
 
 def test_an_8b_job_known_by_its_config_json_is_sized_per_gpu(tmp_path):
@@ -33,6 +34,14 @@ def test_an_8b_job_known_by_its_config_json_is_sized_per_gpu(tmp_path):
             "kv_cache 65.3) │") in text
     assert "bf16_head │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ auto: on for cards under 80.5 GiB" in text  # half the logits
     assert "ppo_offpolicy │ 8.19B │ 8 (deepspeed ZeRO-3) │ 14865 │ auto: on for cards under 373 GiB" in text  # 128 rows
+    assert "kv_cache 65.3) │ auto: all 32 from 89.5 GiB cards │" in text  # the generator GPU over 0.9
+
+
+def test_refilled_generator_rows_bound_the_kv_cache(tmp_path):
+    """``engine.generator_rows=8``: each generator's cache holds 8 of its chunk's 32 rows, a quarter."""
+    result = dry_run(tmp_path, "--prompt-tokens", "512", *PLAN, "engine.generator_rows=8")
+    assert result.exit_code == 0, result.output
+    assert "(weights 15.3, kv_cache 16.3) │ 8 of 32, refilled │" in " ".join(result.output.split())
 
 
 def test_checkpointing_set_on_keeps_each_layers_input(tmp_path):
