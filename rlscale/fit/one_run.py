@@ -47,7 +47,7 @@ than being kept only when its draw happened to bend early.
   30-50 % of their rise (drift 0.01, correlation 0.9, 400 samples, 16-64 evals) whose last evals the drift
   flattened had closed intervals around a low A (24 of 9,000 were called identified, 2 of them holding the
   true A), none with this rule (with the last quarter or third of the evals instead of half, 2 stayed
-  identified, both wrong; with the point estimate's bend alone, all 24). It costs runs to 16k GPU-hours 0-12 %
+  identified, both wrong; with the point estimate's bend alone, all 24). It costs runs to 16k GPU-hours 0-13 %
   of their identified share, and runs stopped at 79 % of their rise, whose bend the data place only loosely,
   all of theirs (15 of 200 were identified; bench/verdict_bench.md).
 
