@@ -167,10 +167,12 @@ def prior_inflation(jac: np.ndarray) -> float:
     last evals because the drift went down there; its profile then closes around a low A, and only such draws
     close. Without the floor 5-10 of 200 runs stopped at 30-50 % of their rise were called identified (AR(1)
     drift of sd 0.01, correlation 0.9, 400 samples per eval, 16-64 evals), none of whose intervals held the true
-    A; with it 0-3 of 200 are (7 of 1,800 over the nine cases, 1 holding A: bench/verdict_bench.md). Those few are
-    the drift's tail events, which even the true covariance rejects the true A on: the data of a run that early
-    put no bound on A, so an interval that closes there misses, whatever the level. Past 80 % of the rise the floor
-    costs about a third of the identified runs. 1.0 for a degenerate Jacobian."""
+    A; with it 0-3 of 200 are (7 of 1,800 over the nine cases, 1 holding A). Those few are the drift's tail
+    events, which even the true covariance rejects the true A on: the data of a run that early put no bound on A,
+    so an interval that closes there misses, whatever the level; rlscale.fit.one_run leaves them unidentified
+    because their data do not place the bend before the last half of their evals (none of the 1,800 is
+    identified then: bench/verdict_bench.md). Past 80 % of the rise the floor costs about a third of the
+    identified runs. 1.0 for a degenerate Jacobian."""
     n = jac.shape[0]
     if not np.isfinite(jac).all() or np.linalg.matrix_rank(jac) < jac.shape[1]:
         return 1.0

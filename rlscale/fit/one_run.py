@@ -40,6 +40,17 @@ A run that has bent but not flattened keeps its A and its interval: the profile 
 reaches as far up as its points allow, so A is reported with the uncertainty an unsaturated run has, rather
 than being kept only when its draw happened to bend early.
 
+- the data do not place the bend before the last PAST_BEND_SHARE (half) of the fitted evals, nor before the
+  last MIN_DEGREES: some Eq. 1 curve whose C_mid lies at or after that eval fits within the bound of A's
+  interval (rlscale.fit.profile.bend_excluded_from). A is measured by the evals past the bend; a bend that may
+  sit in the last few leaves them too few to tell a plateau from a drift that went down there. Runs stopped at
+  30-50 % of their rise (drift 0.01, correlation 0.9, 400 samples, 16-64 evals) whose last evals the drift
+  flattened had closed intervals around a low A (24 of 9,000 were called identified, 2 of them holding the
+  true A), none with this rule (with the last quarter or third of the evals instead of half, 2 stayed
+  identified, both wrong; with the point estimate's bend alone, all 24). It costs runs to 16k GPU-hours 0-13 %
+  of their identified share, and runs stopped at 79 % of their rise, whose bend the data place only loosely,
+  all of theirs (15 of 200 were identified; bench/verdict_bench.md).
+
 - the run has too few fitted evals to tell a drift of its reward from a plateau: fewer than MIN_DEGREES
   residual degrees of freedom (rlscale.fit.correlated: no correlation is estimated below them), where a run
   stopped at half its rise whose last evals the drift pushed down fits a low A with a closed interval (11 of
@@ -83,7 +94,7 @@ from rlscale.fit.methods import fitter
 from rlscale.fit.misfit import assess_misfit
 from rlscale.fit.paper import fit_paper
 from rlscale.fit.powerlaw import fit_power_law
-from rlscale.fit.profile import profile_interval_a
+from rlscale.fit.profile import bend_excluded_from, profile_interval_a
 from rlscale.fit.results import FitSettings, PowerLawFit, Prediction, RunFit
 from rlscale.fit.space import SearchSpace, search_space
 from rlscale.fit.window import Window, fit_window
@@ -94,6 +105,8 @@ BEND_FRACTION = 0.5
 EXTRAP_EVALS = 3
 INTERVAL_OPEN = "A's interval reaches"
 TOO_FEW_EVALS = "too few to tell a drift of the reward from a plateau"
+PAST_BEND_SHARE = 0.5
+LATE_BEND = "the data do not place its bend before the last"
 
 
 def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float] = None) -> RunFit:
@@ -138,7 +151,7 @@ def fit_curve(curve: Curve, settings: FitSettings, pooled_ratio: Optional[float]
     if x.size - N_PARAMS < MIN_DEGREES and own > 0 and floor > own:
         notes.append(f"residual variance of {x.size - N_PARAMS} degrees of freedom raised to the variant's pooled "
                      f"level (x{floor / own:.2g}; rlscale.fit.pooled)")
-    run.A_identified_reason = _unidentified(run, x, space, within)
+    run.A_identified_reason = _unidentified(run, x, y, space, within, settings.ci_level)
     run.A_identified = not run.A_identified_reason
     run.A_interval_open = run.A_identified_reason.startswith(INTERVAL_OPEN)
     _add_extrapolation(run, curve, window, notes)
@@ -244,7 +257,8 @@ def _edge_notes(params: SigmoidParams, space: SearchSpace) -> List[str]:
     return notes
 
 
-def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace, within: Optional[Tuple[float, float]]) -> str:
+def _unidentified(run: RunFit, x: np.ndarray, y: np.ndarray, space: SearchSpace,
+                  within: Optional[Tuple[float, float]], level: float) -> str:
     """Why A is not identified (module docstring), or "" when it is; a reason that starts with INTERVAL_OPEN
     means only the interval of the run's own residuals, ``within``, reaches the edge (the point estimate is
     inside and the curve has bent)."""
@@ -268,6 +282,10 @@ def _unidentified(run: RunFit, x: np.ndarray, space: SearchSpace, within: Option
     if within[1] - run.A > abs(run.A - run.R0):
         return (f"{INTERVAL_OPEN} past twice the fitted rise (A - R0 = {run.A - run.R0:.3g}, the residuals' "
                 f"interval ends at {within[1]:.3g})")
+    past = max(MIN_DEGREES, math.ceil(PAST_BEND_SHARE * x.size))
+    if not bend_excluded_from(x, y, run.R0, space, free_params(run), run.A_inflation or 1.0, level, x[-past - 1]):
+        return (f"{LATE_BEND} {past} of its {x.size} fitted evals (a curve that bends after x={x[-past - 1]:.4g} "
+                "fits within the bound of A's interval)")
     return ""
 
 

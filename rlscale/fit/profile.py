@@ -18,6 +18,7 @@ the same values as :func:`profile_sse` to 1e-6 or better, at a small part of its
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, Tuple
 
 import numpy as np
@@ -71,3 +72,14 @@ def profile_interval_a(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpa
         return float(brentq(excess, point.A, edge, xtol=TOLERANCE))
 
     return end(space.a_lo), end(space.a_hi)
+
+
+def bend_excluded_from(x: np.ndarray, y: np.ndarray, r0: float, space: SearchSpace, point: SigmoidParams,
+                       inflation: float, level: float, c: float) -> bool:
+    """Whether every Eq. 1 curve whose C_mid is at ``c`` or later fits worse than A's interval allows (the SSE
+    bound of :func:`profile_interval_a`): the data place the bend before ``c``. The least SSE with C_mid held
+    in [c, c_hi] is the fast search of that part of the box (rlscale.fit.fast.fit_fast)."""
+    if c >= space.c_hi:
+        return True
+    later = fit_fast(x, y, r0, replace(space, c_lo=max(space.c_lo, c)))
+    return later.sse > sse_bound(point, x.size, inflation, level)

@@ -162,13 +162,15 @@ def test_parallel_fitting_gives_the_same_results(results_dir):
 
 def test_no_correction_judges_each_comparison_of_the_ranking_alone(results_dir, tmp_path):
     out = tmp_path / "alone"
-    result = _invoke(results_dir, "--out", out, "--fit-until", "50%", "--n-boot", "0", "--no-correction")
+    # on 60 % of the compute (every seed identified; at 50 % the data of one seed of batch_2048 and of scalerl
+    # allow a bend in the last half of their evals) the default correction ranks batch_2048 and scalerl
+    # (true A 0.645, 0.610) together above gens_8 (0.585); alone at 95 % every comparison resolves
+    result = _invoke(results_dir, "--out", out, "--fit-until", "60%", "--n-boot", "0", "--no-correction")
     assert result.exit_code == 0, result.output
     with open(out / "comparison.csv") as fh:
         comparison = list(csv.DictReader(fh))
-    # alone at 95 %, gens_8 (true A 0.585) falls a tier below batch_2048 (0.645); scalerl (0.610) shares its tier
     assert [(c["variant"], c["rank"], c["tie"]) for c in comparison if c["rank"]] == [
-        ("batch_2048", "1", "True"), ("scalerl", "1", "True"), ("gens_8", "2", "False")]
+        ("batch_2048", "1", "False"), ("scalerl", "2", "False"), ("gens_8", "3", "False")]
     assert "each at 5% alone" in result.output
 
 

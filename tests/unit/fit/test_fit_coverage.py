@@ -37,8 +37,10 @@ def test_a_interval_covers_the_truth_on_drifting_rewards(draw):
     # the independent-residual bootstrap covered 56-80 % here; 60 runs at a true 95 % cover >= 90 % with
     # probability 0.94, so a rate below 0.88 is a real regression, not a draw
     assert covered.mean() >= 0.88, covered.mean()
-    # the drift floor (rlscale.fit.correlated.prior_inflation) leaves a share of these runs unidentified
-    assert covered[identified].mean() >= 0.88 and identified.mean() >= 0.7
+    # the drift floor (rlscale.fit.correlated.prior_inflation) and the bend's place (a bend the data allow in
+    # the last half of the evals, rlscale.fit.one_run) leave a share of these runs unidentified: 38 of 60 at
+    # 400 samples (45 without the bend's place)
+    assert covered[identified].mean() >= 0.88 and identified.mean() >= 0.6
 
 
 def test_a_stopped_before_saturation_is_reported_with_an_honest_interval():
