@@ -227,8 +227,8 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
-    generator = build_generator(generator_settings(cfg, resolved_generator_rows(cfg, task, tok, model, device)),
-                                model, tok, device)
+    rows = resolved_generator_rows(cfg, task, tok, model, device)
+    generator = build_generator(generator_settings(cfg, rows), model, tok, device)
     compiled = cfg.engine.compile and device.type == "cuda"
     width = longest_sequence(task, tok, generator) if compiled else 0
     learner = build_learner(learner_settings(cfg, task, tok, model, device, compiled, width), model)
