@@ -32,6 +32,7 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     (rlscale.tracking.progress)."""
     from rlscale.train.logs import run_logging
     from rlscale.train.loop import train
+    from rlscale.train.records import versions_line
 
     run_dir = Path(run_dir)
     if cfg is None:
@@ -44,8 +45,8 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
         return RunState.DONE.value
     name, steps = f"{cfg.sweep}/{cfg.variant}", cfg.trainer.max_steps
     with run_logging(run_dir, name, steps, progress_shown=progress) as sinks:
-        status = read_status(run_dir)
-        log.info("training %s from step %s to %s", run_dir, status.get("step") or 0, stop_at or steps)
+        log.info("training %s from step %s to %s; %s", run_dir, read_status(run_dir).get("step") or 0,
+                 stop_at or steps, versions_line())
         if progress:
             from rlscale.tracking.progress import run_progress
 
@@ -120,11 +121,11 @@ def named_run(overrides: Sequence[str]) -> List[str]:
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config",
                     force: bool = False) -> Tuple[Path, DictConfig]:
     """Compose and validate the config (its folder named by ``named_run``), create its run directory (``out``) and
-    write config.yaml there, with the records of how it was made (rlscale.runfolder.records); returns the folder
+    write config.yaml there, with the records of how it was made (rlscale.train.records); returns the folder
     and the validated config, which the run takes as it is (``train_run_dir``'s ``cfg``). An existing run
     directory with the same config is resumed (its config.yaml left as it is); a different one is refused
     unless ``force``."""
-    from rlscale.runfolder.records import write_records
+    from rlscale.train.records import write_records
 
     cfg = compose_run_config(named_run(overrides), config_name)
     run_dir = Path(cfg.out)

@@ -2,8 +2,9 @@
 ``overrides.yaml`` (the run's Hydra overrides, a list of strings, Hydra's ``overrides.yaml``) and ``versions.yaml``
 (the command line and working directory, rlscale's version and the git commit of its source tree when it is a
 clone, Python's version and those of torch, transformers, vLLM and DeepSpeed, ``not installed`` for one that is
-absent). Both are written atomically each time the run is prepared, so they describe the latest command that
-trained it."""
+absent). Both are written atomically each time the run is prepared (with its config.yaml), so they describe the
+latest command that prepared it; every start of the run also logs the versions in its train.log
+(``versions_line``), which keeps the history."""
 from __future__ import annotations
 
 import functools
@@ -60,6 +61,14 @@ def versions(argv: Sequence[str]) -> Dict[str, Optional[str]]:
     return {"command": shlex.join([*program, *argv[1:]]), "cwd": os.getcwd(), "rlscale": rlscale.__version__,
             "git_commit": git_commit(source) if (source / ".git").exists() else None,
             "python": platform.python_version(), **{name: package_version(name) for name in PACKAGES}}
+
+
+def versions_line() -> str:
+    """The versions of ``versions`` (this process's command line) on one line, for the run's log."""
+    found = versions(tuple(sys.argv))
+    commit = f" (git {found['git_commit']})" if found["git_commit"] else ""
+    return f"rlscale {found['rlscale']}{commit}, python {found['python']}, " + ", ".join(
+        f"{name} {found[name]}" for name in PACKAGES)
 
 
 def write_records(run_dir: Path, overrides: Sequence[str], argv: Optional[Sequence[str]] = None) -> None:
