@@ -14,7 +14,7 @@ import yaml
 
 pytestmark = pytest.mark.slow
 
-FAST = ["trainer.max_steps=2", "trainer.eval_every=2", "task.val_size=20", "engine.threads=1"]
+FAST = ["trainer.max_steps=2", "trainer.eval_every=2", "task.val_size=20"]
 
 
 def rlscale(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -32,8 +32,8 @@ def test_two_plain_runs_get_two_folders_with_their_records(tmp_path):
     rlscale(tmp_path, "run", "batch.prompts=4", *FAST)
     rlscale(tmp_path, "run", *FAST, "batch.prompts=8")
     folders = sorted(p.name for p in (tmp_path / "results/default").iterdir())
-    assert folders == ["batch.prompts-4_engine.threads-1_task.val_size-20_trainer.eval_every-2_trainer.max_steps-2",
-                       "batch.prompts-8_engine.threads-1_task.val_size-20_trainer.eval_every-2_trainer.max_steps-2"]
+    assert folders == ["batch.prompts-4_task.val_size-20_trainer.eval_every-2_trainer.max_steps-2",
+                       "batch.prompts-8_task.val_size-20_trainer.eval_every-2_trainer.max_steps-2"]
     for folder, prompts in zip(folders, (4, 8)):
         run_dir = tmp_path / "results/default" / folder
         assert state(run_dir)["state"] == "done"
