@@ -42,9 +42,10 @@ def run_command(
     resolve: bool = typer.Option(False, "--resolve", help="with --cfg: resolve interpolations before printing"),
     package: Optional[str] = typer.Option(None, "--package", "-p", help="with --cfg: print this package only "
                                           "(e.g. loss, hydra.run)"),
-    info: Optional[str] = typer.Option(None, "--info", "-i", metavar=f"[{'|'.join(INFO_PARTS)}]",
-                                       help="print Hydra's information on the composition (all when no part is "
-                                       "given; all adds rlscale's groups and sweep spec search path), and exit"),
+    info: Optional[str] = typer.Option(None, "--info", "-i", metavar="[PART]",
+                                       help=f"print Hydra's information on the composition, PART one of "
+                                       f"{', '.join(INFO_PARTS)} (all when none is given; all ends with rlscale's "
+                                       "groups and sweep spec search path), and exit"),
     multirun: bool = typer.Option(False, "-m", "--multirun", help="sweep values (loss=cispo,dapo, "
                                   "batch.prompts=range(4,12,4), loss=glob(c*), choice(...)) make a grid sweep "
                                   "(--name, under --results), run as rlscale sweep"),
@@ -143,8 +144,8 @@ def _multirun(overrides: List[str], config_name: str, force: bool, name: str, re
         raise typer.Exit(2)
     try:
         sweep_command([f"conf={spec}"], seeds=seeds, dry_run=dry_run, detach=False, force=force, results=results,
-                      only=None, prune=False, resume_pruned=False, config_dir=None, list_specs=False, sbatch_dir=None,
-                      prompt_tokens=DEFAULT_PROMPT_TOKENS)
+                      only=None, prune=False, resume_pruned=False, config_dir=None, config_path=None, list_specs=False,
+                      sbatch_dir=None, prompt_tokens=DEFAULT_PROMPT_TOKENS)
     except typer.Exit as refused:
         if new and refused.exit_code == 2:  # the grid did not validate: its spec goes too
             spec.unlink(missing_ok=True)

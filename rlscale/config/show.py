@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 from omegaconf import DictConfig, OmegaConf, flag_override
 
 from rlscale.config.compose import ConfigError, compose_raw, compose_run_config, hydra_app, with_option_knobs
+from rlscale.runfolder.names import LOG_FILE
 
 CONFIG_PARTS = ("job", "hydra", "all")
 INFO_PARTS = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
@@ -44,7 +45,7 @@ def shown_config(overrides: Sequence[str], config_name: str, part: str, package:
 
 def _hydra_node(overrides: Sequence[str], config_name: str, job: DictConfig, sweep_dir: str) -> DictConfig:
     """Hydra's node as ``--cfg hydra`` shows it (without its help texts, as Hydra leaves them out), with the
-    folders rlscale writes in place of Hydra's ``outputs/<date>`` ones."""
+    folders rlscale writes in place of Hydra's ``outputs/<date>`` ones and the run's train.log as its log file."""
     node = compose_raw(overrides, config_name).hydra
     folders = OmegaConf.to_container(job, resolve=True)
     with flag_override(node, ["struct", "readonly"], [False, False]):
@@ -53,6 +54,8 @@ def _hydra_node(overrides: Sequence[str], config_name: str, job: DictConfig, swe
         node.run.dir = node.runtime.output_dir = folders["out"]
         node.sweep.dir = sweep_dir
         node.sweep.subdir = folders["variant"]
+        if OmegaConf.select(node, "job_logging.handlers.file") is not None:  # where the run's log lines go
+            node.job_logging.handlers.file.filename = f"{folders['out']}/{LOG_FILE}"
     return node
 
 

@@ -17,8 +17,9 @@ from rich.markup import escape
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_NAME = 128
+LOG_FILE = "train.log"  # a run's log lines (rlscale.train.logs)
 RESERVED = frozenset({"sweep.json", "fits.json", "fits.csv", "comparison.csv", "report.html", "config.yaml",
-                      "metrics.jsonl", "status.json", "checkpoints", "overrides.yaml", "versions.yaml", "train.log"})
+                      "metrics.jsonl", "status.json", "checkpoints", "overrides.yaml", "versions.yaml", LOG_FILE})
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 

@@ -14,11 +14,12 @@ from omegaconf import OmegaConf
 
 from rlscale.config.schema import without_default_sections
 from rlscale.runfolder import atomic_write_json, atomic_write_text
+from rlscale.runfolder.names import LOG_FILE
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.sweep.spec import SpecError, SweepSpec
 
 SWEEP_JSON = "sweep.json"
-RUN_FILES = ("metrics.jsonl", "samples.jsonl", "status.json", "checkpoints", "train.log")
+RUN_FILES = ("metrics.jsonl", "samples.jsonl", "status.json", "checkpoints", LOG_FILE)
 
 
 @dataclass

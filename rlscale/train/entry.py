@@ -12,11 +12,11 @@ from rlscale.config import ConfigError, compose_run_config, load_run_config, typ
 from rlscale.config.overrides import hydra_quote
 from rlscale.config.schema import RunConfig, without_default_sections
 from rlscale.runfolder.atomic import atomic_write_text
-from rlscale.runfolder.names import run_name
+from rlscale.runfolder.names import LOG_FILE, run_name
 from rlscale.runfolder.status import RunState, read_status, write_status
 
 
-RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt", "train.log")
+RUN_FILES = ("metrics.jsonl", "status.json", "checkpoints/last.pt", LOG_FILE)
 log = logging.getLogger("rlscale.train")
 
 

@@ -10,9 +10,9 @@ import logging
 from pathlib import Path
 from typing import Iterator, List
 
+from rlscale.runfolder.names import LOG_FILE
 from rlscale.tracking.progress import ProgressLines
 
-LOG_FILE = "train.log"
 PROGRESS_LOGGER = "rlscale.progress"
 
 
