@@ -32,7 +32,6 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     (rlscale.tracking.progress)."""
     from rlscale.train.logs import run_logging
     from rlscale.train.loop import train
-    from rlscale.train.records import versions_line
 
     run_dir = Path(run_dir)
     if cfg is None:
@@ -45,8 +44,6 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
         return RunState.DONE.value
     name, steps = f"{cfg.sweep}/{cfg.variant}", cfg.trainer.max_steps
     with run_logging(run_dir, name, steps, progress_shown=progress) as sinks:
-        log.info("training %s from step %s to %s; %s", run_dir, read_status(run_dir).get("step") or 0,
-                 stop_at or steps, versions_line())
         if progress:
             from rlscale.tracking.progress import run_progress
 

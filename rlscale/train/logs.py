@@ -1,5 +1,5 @@
 """The log lines of a run. While a run trains, ``<run>/train.log`` gets every line the process logs (appended: a
-resumed run's lines follow the earlier ones) and a progress line (step, latest rewards, ETA) every 30 s and at the
+resumed run's lines follow the earlier ones; a run refused before it starts writes none) and a progress line (step, latest rewards, ETA) every 30 s and at the
 last step; every line, in the file and on the process's own log stream, carries the run's name
 (``<sweep>/<variant>``), so the lines of the runs a local lane trains in turn, which share that lane's submitit
 log, stay apart."""
@@ -48,7 +48,7 @@ def run_logging(run_dir: Path, name: str, max_steps: int, progress_shown: bool) 
     root.setLevel(min(level or logging.INFO, logging.INFO))
     formatter = line_format(name)
     kept = [(handler, handler.formatter) for handler in root.handlers]
-    file = logging.FileHandler(Path(run_dir) / LOG_FILE, encoding="utf-8")
+    file = logging.FileHandler(Path(run_dir) / LOG_FILE, encoding="utf-8", delay=True)  # made at the first line
     file.setFormatter(formatter)
     for handler, _ in kept:
         handler.setFormatter(formatter)

@@ -72,8 +72,11 @@ def versions_line() -> str:
 
 
 def write_records(run_dir: Path, overrides: Sequence[str], argv: Optional[Sequence[str]] = None) -> None:
-    """Write ``overrides.yaml`` and ``versions.yaml`` into ``run_dir`` (``argv``: this process's by default)."""
-    run_dir = Path(run_dir)
-    atomic_write_text(run_dir / OVERRIDES_FILE, yaml.safe_dump(list(overrides), default_flow_style=False))
-    atomic_write_text(run_dir / VERSIONS_FILE, yaml.safe_dump(versions(tuple(sys.argv if argv is None else argv)),
-                                                              sort_keys=False))
+    """Write ``overrides.yaml`` and ``versions.yaml`` into ``run_dir`` (``argv``: this process's by default), each
+    only where its text changes."""
+    texts = {OVERRIDES_FILE: yaml.safe_dump(list(overrides), default_flow_style=False),
+             VERSIONS_FILE: yaml.safe_dump(versions(tuple(sys.argv if argv is None else argv)), sort_keys=False)}
+    for name, text in texts.items():
+        path = Path(run_dir) / name
+        if not path.is_file() or path.read_text() != text:  # the same command again touches nothing
+            atomic_write_text(path, text)
