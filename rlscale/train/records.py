@@ -50,22 +50,26 @@ def git_commit(folder: Path) -> Optional[str]:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
-@functools.lru_cache(maxsize=4)
-def versions(argv: Sequence[str]) -> Dict[str, Optional[str]]:
-    """What ``versions.yaml`` holds for a run started by the command line ``argv`` (a tuple; the same for every
-    run a sweep prepares, so asked once)."""
+@functools.lru_cache(maxsize=1)
+def installed() -> Dict[str, Optional[str]]:
+    """rlscale's version and git commit, and the versions of Python and ``PACKAGES``: asked once per process (the
+    same for every run a sweep prepares)."""
     import rlscale
 
     source = Path(rlscale.__file__).resolve().parent.parent
-    program = ["rlscale"] if "rlscale" in Path(argv[0]).as_posix() else list(argv[:1])  # the script or -m module
-    return {"command": shlex.join([*program, *argv[1:]]), "cwd": os.getcwd(), "rlscale": rlscale.__version__,
-            "git_commit": git_commit(source) if (source / ".git").exists() else None,
+    return {"rlscale": rlscale.__version__, "git_commit": git_commit(source) if (source / ".git").exists() else None,
             "python": platform.python_version(), **{name: package_version(name) for name in PACKAGES}}
+
+
+def versions(argv: Sequence[str]) -> Dict[str, Optional[str]]:
+    """What ``versions.yaml`` holds for a run started by the command line ``argv`` from the working directory."""
+    program = ["rlscale"] if "rlscale" in Path(argv[0]).as_posix() else list(argv[:1])  # the script or -m module
+    return {"command": shlex.join([*program, *argv[1:]]), "cwd": os.getcwd(), **installed()}
 
 
 def versions_line() -> str:
     """The versions of ``versions`` (this process's command line) on one line, for the run's log."""
-    found = versions(tuple(sys.argv))
+    found = installed()
     commit = f" (git {found['git_commit']})" if found["git_commit"] else ""
     return f"rlscale {found['rlscale']}{commit}, python {found['python']}, " + ", ".join(
         f"{name} {found[name]}" for name in PACKAGES)
@@ -75,7 +79,7 @@ def write_records(run_dir: Path, overrides: Sequence[str], argv: Optional[Sequen
     """Write ``overrides.yaml`` and ``versions.yaml`` into ``run_dir`` (``argv``: this process's by default), each
     only where its text changes."""
     texts = {OVERRIDES_FILE: yaml.safe_dump(list(overrides), default_flow_style=False),
-             VERSIONS_FILE: yaml.safe_dump(versions(tuple(sys.argv if argv is None else argv)), sort_keys=False)}
+             VERSIONS_FILE: yaml.safe_dump(versions(sys.argv if argv is None else argv), sort_keys=False)}
     for name, text in texts.items():
         path = Path(run_dir) / name
         if not path.is_file() or path.read_text() != text:  # the same command again touches nothing
