@@ -13,7 +13,7 @@ from rlscale.cli.confirm import confirm_command
 from rlscale.cli.fit import fit_command
 from rlscale.cli.plan import plan_command
 from rlscale.cli.report import report_command
-from rlscale.cli.run import run_command
+from rlscale.cli.run import optional_info, run_command
 from rlscale.cli.sweep import cancel_command, status_command, sweep_command
 from rlscale.config.registry import axes_help
 from rlscale.paths import DOCS_DIR
@@ -74,9 +74,16 @@ class TakesOverrides(TyperCommand):
         super().format_help(ctx, formatter)
 
 
+class RunCommand(TakesOverrides):
+    """``rlscale run``: its ``--info`` takes a part optionally, as Hydra's does (``optional_info``)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, optional_info(list(args)))
+
+
 # the commands that take Hydra overrides: options anywhere among them, the config values listed in --help
 TAKES_OVERRIDES = {"context_settings": {"allow_interspersed_args": True}, "cls": TakesOverrides}
-app.command("run", **TAKES_OVERRIDES)(one_line_errors(run_command))
+app.command("run", **{**TAKES_OVERRIDES, "cls": RunCommand})(one_line_errors(run_command))
 app.command("sweep", **TAKES_OVERRIDES)(one_line_errors(sweep_command))
 app.command("status")(one_line_errors(status_command))
 app.command("cancel")(one_line_errors(cancel_command))

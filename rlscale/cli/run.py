@@ -1,5 +1,8 @@
-"""``rlscale run``: train one variant (any Hydra override), or resume a run directory; Hydra's idioms
-``--cfg job|hydra``, ``--info``, ``--config-dir`` and ``-m/--multirun`` (a grid sweep)."""
+"""``rlscale run``: train one variant (any Hydra override), or resume a run directory; Hydra's flags as Hydra
+documents them: ``--cfg/-c job|hydra|all`` with ``--resolve`` and ``--package/-p``, ``--info/-i [PART]``,
+``--config-dir/-cd``, ``--config-path/-cp``, ``--config-name/-cn`` and ``-m/--multirun`` (a grid sweep over
+Hydra's sweep grammar). Without ``out=`` or ``variant=`` each distinct run gets its own folder, named after its
+overrides (rlscale.runfolder.names.run_name)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,45 +10,70 @@ from typing import List, Optional
 
 import typer
 
+from rlscale.config.show import CONFIG_PARTS, INFO_PARTS
 from rlscale.engines.memory import DEFAULT_PROMPT_TOKENS
 from rlscale.options import choices
-from rlscale.paths import CONFIG_DIR_HELP
+from rlscale.paths import CONFIG_DIR_HELP, CONFIG_PATH_HELP
+
+INFO_FLAGS = ("--info", "-i")
 
 
-CONFIG_PARTS = ("job", "hydra")
+def optional_info(args: List[str]) -> List[str]:
+    """``args`` with ``all`` after an ``--info``/``-i`` that has no part after it: Hydra's ``--info`` takes its
+    argument optionally (argparse ``nargs='?'``, ``const='all'``)."""
+    out: List[str] = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg in INFO_FLAGS and (i + 1 == len(args) or args[i + 1] not in INFO_PARTS):
+            out.append("all")
+    return out
 
 
 def run_command(
     overrides: Optional[List[str]] = typer.Argument(None, help="Hydra overrides, e.g. loss=gspo batch.prompts=8"),
-    config_name: str = typer.Option("config", "--config-name", help="config.yaml (ScaleRL) or baseline"),
+    config_name: str = typer.Option("config", "--config-name", "-cn", help="config.yaml (ScaleRL) or baseline"),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="resume/train this run directory (its config.yaml); "
                                             "trainer.max_steps=N as the one override extends it"),
     force: bool = typer.Option(False, "--force", help="start the run directory over (deletes its metrics)"),
-    config_dir: Optional[Path] = typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP),
-    cfg: Optional[str] = typer.Option(None, "--cfg", metavar=choices(CONFIG_PARTS), help="print the composed config (job) or Hydra's "
-                                             "own node (hydra) and exit"),
-    info: bool = typer.Option(False, "--info", help="print the config search path and the config groups, and exit"),
-    multirun: bool = typer.Option(False, "-m", "--multirun", help="comma-separated values (loss=cispo,dapo) "
-                                  "make a grid sweep (--name, under --results), run as rlscale sweep"),
+    config_dir: Optional[Path] = typer.Option(None, "--config-dir", "-cd", help=CONFIG_DIR_HELP),
+    config_path: Optional[Path] = typer.Option(None, "--config-path", "-cp", help=CONFIG_PATH_HELP),
+    cfg: Optional[str] = typer.Option(None, "--cfg", "-c", metavar=choices(CONFIG_PARTS), help="print the composed "
+                                      "config (job), Hydra's own node (hydra) or both (all), and exit"),
+    resolve: bool = typer.Option(False, "--resolve", help="with --cfg: resolve interpolations before printing"),
+    package: Optional[str] = typer.Option(None, "--package", "-p", help="with --cfg: print this package only "
+                                          "(e.g. loss, hydra.run)"),
+    info: Optional[str] = typer.Option(None, "--info", "-i", metavar="[PART]",
+                                       help=f"print Hydra's information on the composition, PART one of "
+                                       f"{', '.join(INFO_PARTS)} (all when none is given; all ends with rlscale's "
+                                       "groups and sweep spec search path), and exit"),
+    multirun: bool = typer.Option(False, "-m", "--multirun", help="sweep values (loss=cispo,dapo, "
+                                  "batch.prompts=range(4,12,4), loss=glob(c*), choice(...)) make a grid sweep "
+                                  "(--name, under --results), run as rlscale sweep"),
     name: str = typer.Option("multirun", "--name", help="with -m: the grid sweep's name"),
     results: Path = typer.Option(Path("results"), "--results", help="with -m: results root"),
     seeds: Optional[int] = typer.Option(None, "--seeds", help="with -m: N runs of every cell (seed=0..N-1)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="with -m: write the configs, submit nothing"),
 ) -> None:
-    """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json)."""
+    """Train one variant and write its run directory (config.yaml, metrics.jsonl, status.json, train.log,
+    overrides.yaml, versions.yaml)."""
     from rlscale.config import ConfigError, load_run_config, typed
-    from rlscale.paths import add_config_dir
+    from rlscale.paths import add_config_dir, set_config_path
     from rlscale.runfolder.names import printable
     from rlscale.runfolder.status import read_status
-    from rlscale.train.entry import extend_run, finished, prepare_run_dir, requested_steps, start_over, train_run_dir
+    from rlscale.train.entry import (extend_run, finished, named_run, prepare_run_dir, requested_steps, start_over,
+                                     train_run_dir)
 
+    if config_path is not None:
+        set_config_path(config_path)
     if config_dir is not None:
         add_config_dir(config_dir)
     try:
-        if cfg is not None and cfg not in CONFIG_PARTS:
-            raise ConfigError(f"--cfg must be one of {', '.join(CONFIG_PARTS)} (got {cfg!r})")
-        if info or cfg is not None:
-            typer.echo(_describe(overrides or [], config_name, cfg), nl=False)
+        shown = [flag for flag, given in (("--resolve", resolve), ("--package", package is not None)) if given]
+        if shown and cfg is None:
+            raise ConfigError(f"{shown[0]} goes with --cfg job|hydra|all")
+        if info is not None or cfg is not None:
+            typer.echo(_describe(named_run(overrides or []), config_name, cfg, info, package, resolve,
+                                 (results / name).as_posix()), nl=False)
             return
         grid_only = [flag for flag, given in (("--name", name != "multirun"), ("--results", results != Path("results")),
                                               ("--seeds", seeds is not None), ("--dry-run", dry_run)) if given]
@@ -78,18 +106,21 @@ def run_command(
     raise typer.Exit(0 if state == "done" else 1)
 
 
-def _describe(overrides: List[str], config_name: str, part: Optional[str]) -> str:
-    from omegaconf import OmegaConf
+def _describe(overrides: List[str], config_name: str, part: Optional[str], info: Optional[str],
+              package: Optional[str], resolve: bool, sweep_dir: str) -> str:
+    """``--cfg`` and ``--info`` (rlscale.config.show); ``--info all`` ends with rlscale's own summary."""
+    from rlscale.config.show import info_text, shown_config
 
-    from rlscale.config import compose_run_config
-    from rlscale.config.compose import compose_raw
+    if part is not None:
+        return shown_config(overrides, config_name, part, package, resolve, sweep_dir)
+    return info_text(info, overrides, config_name) + (_summary() if info == "all" else "")
+
+
+def _summary() -> str:
+    """The config search path, the sweep spec search path, every group's options and the root configs."""
     from rlscale.paths import config_dirs, sweep_dirs
 
-    if part == "job":
-        return OmegaConf.to_yaml(compose_run_config(overrides, config_name))
-    if part == "hydra":
-        return OmegaConf.to_yaml(compose_raw(overrides, config_name).hydra)
-    lines = ["Config search path (first match wins):", *(f"  {d}" for d in config_dirs()),
+    lines = ["", "rlscale", "*******", "Config search path (first match wins):", *(f"  {d}" for d in config_dirs()),
              "Sweep spec search path (conf=NAME):", *(f"  {d}" for d in sweep_dirs()), "Config groups:"]
     groups = sorted({p.name for d in config_dirs() for p in d.iterdir() if p.is_dir() and p.name != "sweeps"})
     for group in groups:
@@ -113,8 +144,8 @@ def _multirun(overrides: List[str], config_name: str, force: bool, name: str, re
         raise typer.Exit(2)
     try:
         sweep_command([f"conf={spec}"], seeds=seeds, dry_run=dry_run, detach=False, force=force, results=results,
-                      only=None, prune=False, resume_pruned=False, config_dir=None, list_specs=False, sbatch_dir=None,
-                      prompt_tokens=DEFAULT_PROMPT_TOKENS)
+                      only=None, prune=False, resume_pruned=False, config_dir=None, config_path=None, list_specs=False,
+                      sbatch_dir=None, prompt_tokens=DEFAULT_PROMPT_TOKENS)
     except typer.Exit as refused:
         if new and refused.exit_code == 2:  # the grid did not validate: its spec goes too
             spec.unlink(missing_ok=True)

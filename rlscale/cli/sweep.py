@@ -10,7 +10,7 @@ from rich.console import Console
 
 from rlscale.cli.console import output_console
 from rlscale.engines.memory import DEFAULT_PROMPT_TOKENS
-from rlscale.paths import CONFIG_DIR_HELP, add_config_dir
+from rlscale.paths import CONFIG_DIR_HELP, CONFIG_PATH_HELP, add_config_dir, set_config_path
 from rlscale.sweep.status import collect, refs_under
 from rlscale.runfolder.lock import FolderLock
 from rlscale.runfolder.names import printable, shown
@@ -47,7 +47,8 @@ def sweep_command(
                                "best's beyond the margin, at 25 % and 50 % of the planned steps (or the spec's "
                                "pruning: block)"),
     resume_pruned: bool = typer.Option(False, "--resume-pruned", help="train the pruned runs on to the end"),
-    config_dir: Optional[Path] = typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP),
+    config_dir: Optional[Path] = typer.Option(None, "--config-dir", "-cd", help=CONFIG_DIR_HELP),
+    config_path: Optional[Path] = typer.Option(None, "--config-path", "-cp", help=CONFIG_PATH_HELP),
     list_specs: bool = typer.Option(False, "--list", help="list the sweep specs conf=NAME can take, with their "
                                     "descriptions, and exit"),
 ) -> None:
@@ -55,6 +56,8 @@ def sweep_command(
     (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. --dry-run also
     prints each job's estimated memory per GPU. Rerunning
     the same command skips finished runs and resubmits failed or missing ones."""
+    if config_path is not None:
+        set_config_path(config_path)
     if config_dir is not None:
         add_config_dir(config_dir)
     console = output_console()

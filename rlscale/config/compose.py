@@ -5,11 +5,13 @@ fault, before any compute starts.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import difflib
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from hydra import compose, version
 from hydra._internal.hydra import Hydra
@@ -77,26 +79,34 @@ def refuse_hydra_overrides(overrides: Sequence[str]) -> None:
                               "with out=DIR, a sweep's with --results DIR")
 
 
-def compose_raw(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
-    """Compose ``config_name`` from ``rlscale.paths.config_dirs()`` (the user's folders first) with
-    ``overrides``; Hydra's own node is kept (``rlscale run --cfg hydra``). The search path is built with two
-    internal functions of Hydra 1.3, the version pyproject.toml pins: the public API cannot put folders before the
-    one that holds config.yaml (tests/unit/config/test_hydra_pin.py)."""
-    refuse_hydra_overrides(overrides)
+@contextlib.contextmanager
+def hydra_app() -> Iterator[Hydra]:
+    """Hydra's app over ``rlscale.paths.config_dirs()`` (the user's folders first), set as the global Hydra until
+    the block ends: what composes configs, and the config loader that lists a group's options (a ``glob`` sweep).
+    The search path is built with two internal functions of Hydra 1.3, the version pyproject.toml pins: the public
+    API cannot put folders before the one that holds config.yaml (tests/unit/config/test_hydra_pin.py).
+    Hydra's errors leave as ConfigError."""
     GlobalHydra.instance().clear()
     register_schema()
-    *users, packaged = config_dirs()
-    search_path = create_config_search_path(str(packaged.resolve()))  # the packaged tree is Hydra's "main"
+    *users, main = config_dirs()
+    search_path = create_config_search_path(str(main.resolve()))  # the primary folder is Hydra's "main"
     for folder in users:
         search_path.prepend(provider="rlscale user", path=folder.resolve().as_uri(), anchor=SearchPathQuery(provider="main"))
     try:
         version.setbase("1.3")
-        Hydra.create_main_hydra2(task_name="rlscale", config_search_path=search_path)  # sets GlobalHydra
-        return compose(config_name=config_name, overrides=with_option_knobs(overrides), return_hydra_config=True)
+        yield Hydra.create_main_hydra2(task_name="rlscale", config_search_path=search_path)  # sets GlobalHydra
     except HydraException as err:
         raise ConfigError(_hydra_error(err)) from None
     finally:
         GlobalHydra.instance().clear()
+
+
+def compose_raw(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
+    """Compose ``config_name`` (``hydra_app``) with ``overrides``; Hydra's own node is kept (``rlscale run --cfg
+    hydra``)."""
+    refuse_hydra_overrides(overrides)
+    with hydra_app():
+        return compose(config_name=config_name, overrides=with_option_knobs(overrides), return_hydra_config=True)
 
 
 _MISSING_OPTION = re.compile(r"Could not find '(?P<group>[^']+)/(?P<name>[^']+)'\s*Available options in '[^']*':"
@@ -133,13 +143,14 @@ def _key_suggestion(key: str) -> str:
     return _suggestion(leaf, [str(k) for k in node.keys()], f"{parent}." if parent else "")
 
 
-def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config") -> DictConfig:
+def compose_run_config(overrides: Sequence[str] = (), config_name: str = "config", resolve: bool = True) -> DictConfig:
     """Compose ``config_name`` with Hydra ``overrides`` (``compose_raw``) and return a typed, resolved,
-    validated config (a DictConfig backed by ``RunConfig``)."""
+    validated config (a DictConfig backed by ``RunConfig``); ``resolve=False``: validated the same, its
+    interpolations (``out: results/${sweep}/${variant}``) left as they are (``rlscale run --cfg job``)."""
     raw = compose_raw(overrides, config_name)
     with open_dict(raw):
         del raw["hydra"]
-    return _validated(raw, source="overrides " + " ".join(overrides) if overrides else config_name)
+    return _validated(raw, source="overrides " + " ".join(overrides) if overrides else config_name, resolve=resolve)
 
 
 def typed(cfg: DictConfig) -> RunConfig:
@@ -198,10 +209,11 @@ def _escape_resolved_shell_fields(cfg: DictConfig) -> None:
             lines[index] = _shell_literal(str(lines._get_node(index)._value()))
 
 
-def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfig:
+def _validated(raw: DictConfig, source: str, written: bool = False, resolve: bool = True) -> DictConfig:
     """The typed, resolved, validated, read-only config of ``raw``: each section typed by its option
     (``_option_section``), every other field by ``RunConfig``. ``written``: ``raw`` is a config.yaml, whose
-    sections may hold the knobs of older schemas (``FLAT_DEFAULTS``)."""
+    sections may hold the knobs of older schemas (``FLAT_DEFAULTS``). ``resolve=False``: the same config with its
+    interpolations kept (validated resolved)."""
     from rlscale.config.validate import validate
 
     fields = OmegaConf.to_container(raw)
@@ -219,6 +231,7 @@ def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfi
                               {"unread": unread})
         for section, node in sections.items():
             cfg[section] = node
+        kept = cfg if resolve else copy.deepcopy(cfg)
         OmegaConf.resolve(cfg)
         _escape_resolved_shell_fields(cfg)
     except OmegaConfBaseException as err:
@@ -230,8 +243,8 @@ def _validated(raw: DictConfig, source: str, written: bool = False) -> DictConfi
     problems = validate(cfg)
     if problems:
         raise ConfigError(f"{source}: {problems[0]}")
-    OmegaConf.set_readonly(cfg, True)
-    return cfg
+    OmegaConf.set_readonly(kept, True)
+    return kept
 
 
 def _option_section(axis: Axis, fields: Any, written: bool) -> Tuple[DictConfig, Dict[str, Any]]:

@@ -241,7 +241,8 @@ class RunConfig:
     logger: Any = option_default(LOGGER, "none", "")
     seed: int = knob(0, "seed of the run: torch's, the RL pool's order and the generators' sampling", ge=0, le=MAX_SEED)
     sweep: str = knob("default", "the sweep the run belongs to (its results folder)")
-    variant: str = knob("run", "the run's name within its sweep")
+    variant: str = knob("run", "the run's name within its sweep; ``rlscale run`` without ``out`` or ``variant`` names it "
+                        "after its overrides (``batch.prompts-8_loss-dapo``)")
     out: str = knob("results/${sweep}/${variant}", "the run folder; a sweep writes ``<sweep>/<run>`` relative to its "
                     "results root")
     cache_dir: str = knob("~/.cache/rlscale",

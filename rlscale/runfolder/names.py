@@ -9,15 +9,17 @@ control characters as escapes).
 """
 from __future__ import annotations
 
+import hashlib
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from rich.markup import escape
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_NAME = 128
+LOG_FILE = "train.log"  # a run's log lines (rlscale.train.logs)
 RESERVED = frozenset({"sweep.json", "fits.json", "fits.csv", "comparison.csv", "report.html", "config.yaml",
-                      "metrics.jsonl", "status.json", "checkpoints"})
+                      "metrics.jsonl", "status.json", "checkpoints", "overrides.yaml", "versions.yaml", LOG_FILE})
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _UNPRINTABLE_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # tab and newline kept
 
@@ -31,6 +33,34 @@ def name_problem(name: Any) -> Optional[str]:
     if name.lower() in RESERVED:
         return f"name {name!r} is reserved (a file of the results tree)"
     return None
+
+
+UNSAFE = re.compile(r"[^A-Za-z0-9_.]+")
+NAMED_BY = ("out", "variant", "sweep")  # overrides that place the run folder themselves
+LONGEST = 80  # longer names are cut and end in a hash of the whole
+
+
+def label(text: str) -> str:
+    """``text`` as a folder name's part: each run of other characters than [A-Za-z0-9_.] as one ``-``
+    (``loss='my loss'`` -> ``loss-my-loss``), none at either end."""
+    return UNSAFE.sub("-", text).strip("-")
+
+
+def run_name(overrides: Sequence[str], default: str = "run") -> str:
+    """The folder name of a run composed with ``overrides``: each override as ``KEY-VALUE`` (``label``), sorted,
+    joined by ``_`` (``batch.prompts-8_loss-dapo``), so a person tells runs apart and the same overrides in any
+    order name the same folder; ``default`` without any. The overrides that place the folder themselves
+    (``NAMED_BY``) are left out; a deletion ``~KEY`` reads ``no-KEY``. A name longer than ``LONGEST`` is cut and
+    ends in 8 hex digits of a hash of the whole, so distinct runs keep distinct folders."""
+    named = [o for o in overrides if o.lstrip("+~").partition("=")[0] not in NAMED_BY]
+    parts = sorted(label(f"no-{o[1:]}" if o.startswith("~") else o.replace("=", "-", 1)) for o in named)
+    name = "_".join(p for p in parts if p) or default
+    if not SAFE_NAME.fullmatch(name):
+        name = f"{default}-{name}"
+    if len(name) > LONGEST:
+        digest = hashlib.sha256("\n".join(sorted(named)).encode()).hexdigest()[:8]
+        name = f"{name[:LONGEST - 9].rstrip('_.-')}-{digest}"
+    return name
 
 
 def printable(text: str, layout: bool = False) -> str:

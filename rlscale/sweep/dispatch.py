@@ -3,9 +3,11 @@
 - ``local``: submitit's local executor. The runs are dealt round-robin into lanes (``rlscale.sweep.lanes``:
   one per ``launcher.gpus_per_node`` GPUs on a GPU machine, each lane seeing only its own, else one per
   usable core; ``launcher.max_parallel`` caps it); each lane is one local job that trains its runs in turn
-  with ``cores // lanes`` threads. Job id = the local controller's process id.
+  with ``cores // lanes`` threads. Job id = the local controller's process id; its logs and results are
+  ``.submitit/<id>_<task>_*`` in the sweep folder.
 - ``slurm``: one SLURM job array per distinct launcher config (usually one per sweep), one array task per
-  run, ``launcher.array_parallelism`` at a time, with the options of ``rlscale.sweep.sbatch``.
+  run, ``launcher.array_parallelism`` at a time, with the options of ``rlscale.sweep.sbatch``; each job's logs and
+  results are in ``.submitit/<id>/``.
 Both jobs run ``RunJob``, which is checkpointable: a job signalled before its limit is requeued. A run over
 several trainer ranks is a job of ``launcher.nodes`` x ``launcher.tasks_per_node`` tasks (``RunJob`` runs in
 each; a SLURM step is ended whole when one of its tasks exits with an error, ``--kill-on-bad-exit``).
@@ -41,11 +43,11 @@ def submit(launcher: str, runs: Sequence[ResolvedRun], sweep_dir: Path, jobs: Di
     (rlscale.sweep.job); SLURM tasks run through and are stopped by prune requests."""
     if not runs:
         return
-    folder = Path(sweep_dir) / SUBMITIT_DIR / "%j"
-    if launcher == "local":
+    folder = Path(sweep_dir) / SUBMITIT_DIR
+    if launcher == "local":  # the local controller makes its folder as given: a %j there would stay a literal folder
         _submit_local(runs, folder, jobs, rungs, Path(sweep_dir))
     else:
-        _submit_slurm(runs, folder, jobs)
+        _submit_slurm(runs, folder / "%j", jobs)
 
 
 def _setup_lines(runs: Sequence[ResolvedRun]) -> List[str]:

@@ -1,49 +1,64 @@
-"""``rlscale run -m``: Hydra's multirun as a grid sweep. Every override with comma-separated values is an
-axis of a grid spec (``loss=cispo,dapo`` is ``axes: {loss: [cispo, dapo]}``), the others apply to every
-cell, and the first cell is the base; the spec is written into the results root as ``<name>.yaml`` and run by
+"""``rlscale run -m``: Hydra's multirun as a grid sweep. The overrides are parsed by Hydra's grammar
+(rlscale.config.overrides): every sweep override (``loss=cispo,dapo``, ``choice(...)``, ``range(4,12,4)``,
+``glob(c*)`` over a config group's options) is an axis of a grid spec, its values expanded as Hydra's basic
+sweeper expands them, the others apply to every cell, and the first cell is the base. Without a sweep override
+the grid is one cell, named like the folder of a plain ``rlscale run`` with those overrides
+(rlscale.runfolder.names.run_name). The spec is written into the results root as ``<name>.yaml`` and run by
 ``rlscale sweep``, so rerunning the same command resumes it. Seeds are runs of each cell (``--seeds``), never
 a grid axis, so ``rlscale fit`` treats them as seeds."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
+from rlscale.config import ConfigError
+from rlscale.config.overrides import Swept, split_sweeps
 from rlscale.runfolder import atomic_write_text
+from rlscale.runfolder.names import label, run_name
 from rlscale.sweep.spec import SpecError, check_name
 
 NAME = "multirun"
+ONE_CELL = "run"  # the axis of a grid without sweep overrides
 
 
-def split_axes(overrides: Sequence[str]) -> Tuple[Dict[str, List[str]], List[str]]:
-    """``(axes, fixed)``: comma-separated values (outside brackets and quotes) make an axis."""
-    axes: Dict[str, List[str]] = {}
-    fixed: List[str] = []
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if sep and "," in value and value[0] not in "[{'\"" and not key.startswith(("+", "~")):
-            axes[key] = value.split(",")
-        else:
-            fixed.append(item)
-    if not axes:
-        raise SpecError("-m/--multirun: no override with comma-separated values (e.g. loss=cispo,dapo)")
-    return axes, fixed
+def grid_axes(sweeps: Sequence[Swept], fixed: Sequence[str]) -> Dict[str, Dict[str, List[str]]]:
+    """The ``axes`` of the grid spec: each sweep's values labelled ``<last part of its key>-<value>`` (the label
+    of a grid spec's value list, rlscale.sweep.spec), as ``{key: {label: [key=value]}}`` so a quoted value
+    keeps its quotes; one cell named ``run_name(fixed)`` without sweeps."""
+    if not sweeps:
+        return {ONE_CELL: {run_name(fixed): []}}
+    axes = {}
+    for sweep in sweeps:
+        leaf = sweep.key.lstrip("+~").rsplit(".", 1)[-1]
+        axes[sweep.key] = {label(f"{leaf}-{value}"): [override]
+                           for value, override in zip(sweep.values, sweep.overrides)}
+        if len(axes[sweep.key]) < len(sweep.values):
+            raise SpecError(f"-m {sweep.key}: two values get the folder label "
+                            f"{next(iter(axes[sweep.key]))!r}; pass values that differ in letters or digits")
+    return axes
 
 
 def multirun_spec(overrides: Sequence[str], config_name: str = "config", name: str = NAME,
                   seeds: Optional[int] = None) -> dict:
-    """The grid spec of ``overrides`` (the overrides without commas apply to every cell), ``seeds`` runs of
-    each cell (default 1)."""
-    axes, fixed = split_axes(overrides)
-    if "seed" in axes:
-        raise SpecError(f"-m seed={','.join(axes['seed'])}: the seed would be a grid axis, and fit would not "
+    """The grid spec of ``overrides`` (the single-valued ones apply to every cell), ``seeds`` runs of each
+    cell (default 1)."""
+    try:
+        sweeps, fixed = split_sweeps(overrides)
+    except ConfigError as err:
+        raise SpecError(f"-m: {err}") from None
+    seeded = next((s for s in sweeps if s.key.lstrip("+") == "seed"), None)
+    if seeded:
+        raise SpecError(f"-m seed={','.join(seeded.values)}: the seed would be a grid axis, and fit would not "
                         "treat the runs as seeds; pass --seeds N (seeds 0 to N-1 of every cell)")
     check_name(name, "--name")
-    base = "_".join(f"{key.rsplit('.', 1)[-1]}-{values[0]}" for key, values in axes.items())
-    spec = {"name": name, "kind": "grid", "description": "rlscale run -m " + " ".join(overrides),
-            "base": {"name": base, "config": config_name}, "axes": axes, "seeds": seeds or 1, "overrides": fixed}
-    return spec
+    axes = grid_axes(sweeps, fixed)
+    base = "_".join(next(iter(options)) for options in axes.values())
+    return {"name": name, "kind": "grid", "description": "rlscale run -m " + shlex.join(overrides),
+            "base": {"name": check_name(base, "-m: the first grid cell"), "config": config_name}, "axes": axes,
+            "seeds": seeds or 1, "overrides": list(fixed)}
 
 
 def write_multirun_spec(overrides: Sequence[str], results: Path, config_name: str = "config", name: str = NAME,

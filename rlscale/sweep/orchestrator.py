@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple
 
 from rlscale.runfolder import RunState, atomic_write_text, read_status, write_status
 from rlscale.runfolder.lock import held_by
+from rlscale.train.records import write_records
 from rlscale.runfolder.status import PRUNE_REQUEST
 from rlscale.sweep.dispatch import alive, local_lanes, submit
 from rlscale.sweep.expand import expand
@@ -152,8 +153,8 @@ def decide(spec: SweepSpec, sweep_dir: Path, runs: List[ResolvedRun], cli: Tuple
 
 
 def write_sweep(plan: SweepPlan, force: bool, reason: str = "queued") -> None:
-    """Write sweep.json and the config.yaml of every run to submit (cleared first with ``force``), and mark
-    those runs pending with ``reason``."""
+    """Write sweep.json and the config.yaml of every run to submit (cleared first with ``force``) with the records
+    of how it was made (rlscale.train.records), and mark those runs pending with ``reason``."""
     if plan.resumed:
         resume_pruned(plan.sweep_dir, plan.record, plan.pruning or PruningConfig())
     for run in plan.submit:
@@ -161,6 +162,7 @@ def write_sweep(plan: SweepPlan, force: bool, reason: str = "queued") -> None:
             clear_run(run.run_dir)
             (run.run_dir / PRUNE_REQUEST).unlink(missing_ok=True)
         write_config(run)
+        write_records(run.run_dir, run.overrides)
         write_status(run.run_dir, RunState.PENDING, reason)
     write_record(plan.sweep_dir, plan.record)
 

@@ -13,7 +13,6 @@ the run's ``notes`` say so; a variant's own override of that kind is refused lik
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Sequence, Tuple
@@ -22,6 +21,7 @@ from omegaconf import DictConfig
 
 from rlscale.config import ConfigError, compose_run_config
 from rlscale.config.compose import ForeignKnob
+from rlscale.config.overrides import hydra_quote
 from rlscale.sweep.expand import Run
 from rlscale.sweep.spec import SpecError, SweepSpec, single_line
 
@@ -35,12 +35,6 @@ class ResolvedRun:
     cfg: DictConfig
     run_dir: Path
     notes: Tuple[str, ...] = ()
-
-
-def hydra_quote(value: str) -> str:
-    """A Hydra override value that reads back as exactly ``value`` (a single-quoted string)."""
-    value = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, value)
-    return "'" + value.replace("'", "\\'") + "'"
 
 
 def results_root(results: Path) -> Path:

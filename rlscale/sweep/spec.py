@@ -165,10 +165,22 @@ def load_spec(path: Path) -> SweepSpec:
 def _overrides(path: Path, where: str, value: Any) -> Tuple[str, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and "=" in v for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise SpecError(f"{path}: field '{where}': must be a list of Hydra overrides like 'loss=dapo', "
                         f"got {value!r}")
-    return tuple(value)
+    return tuple(single_overrides(value, f"{path}: field '{where}'"))
+
+
+def single_overrides(overrides: List[str], where: str) -> List[str]:
+    """``overrides`` checked against Hydra's override grammar (rlscale.config.overrides), each one value: a
+    sweep's runs are its variants and seeds, so a sweep value (``a,b``, ``range(...)``) is refused."""
+    from rlscale.config import ConfigError
+    from rlscale.config.overrides import check_overrides
+
+    try:
+        return check_overrides(overrides, "a sweep")
+    except ConfigError as err:
+        raise SpecError(f"{where}: {err}") from None
 
 
 def _config(path: Path, where: str, value: Any) -> str:
@@ -246,10 +258,10 @@ def split_cli(args: Optional[List[str]]) -> Tuple[str, List[str]]:
     for arg in args or []:
         if arg.startswith("conf="):
             conf = arg[len("conf="):]
-        elif "=" not in arg:
+        elif "=" not in arg and not arg.startswith("~"):
             raise SpecError(f"argument {arg!r}: expected conf=NAME or a Hydra override KEY=VALUE")
         else:
             overrides.append(arg)
     if not conf:
         raise SpecError(f"missing conf=NAME (a sweep spec: {known_specs()}; or a path to a .yaml spec)")
-    return conf, overrides
+    return conf, single_overrides(overrides, "rlscale sweep")

@@ -14,11 +14,12 @@ from omegaconf import OmegaConf
 
 from rlscale.config.schema import without_default_sections
 from rlscale.runfolder import atomic_write_json, atomic_write_text
+from rlscale.runfolder.names import LOG_FILE
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.sweep.spec import SpecError, SweepSpec
 
 SWEEP_JSON = "sweep.json"
-RUN_FILES = ("metrics.jsonl", "samples.jsonl", "status.json", "checkpoints")
+RUN_FILES = ("metrics.jsonl", "samples.jsonl", "status.json", "checkpoints", LOG_FILE)
 
 
 @dataclass
@@ -160,7 +161,7 @@ def has_progress(run_dir: Path) -> bool:
 
 
 def clear_run(run_dir: Path) -> None:
-    """Remove what the trainer wrote (metrics, samples, status, checkpoints) so the run starts from scratch."""
+    """Remove what the trainer wrote (metrics, samples, status, checkpoints, its log) so the run starts from scratch."""
     for name in RUN_FILES:
         path = Path(run_dir) / name
         if path.is_dir():

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from omegaconf import DictConfig, OmegaConf, read_write
 
 from rlscale.config import ConfigError, compose_run_config, load_run_config, typed
+from rlscale.config.overrides import hydra_quote
 from rlscale.config.schema import RunConfig, without_default_sections
 from rlscale.runfolder.atomic import atomic_write_text
+from rlscale.runfolder.names import LOG_FILE, run_name
 from rlscale.runfolder.status import RunState, read_status, write_status
 
 
-RUN_FILES = ("metrics.jsonl", "status.json", ".status-reserve", "checkpoints/last.pt")
+RUN_FILES = ("metrics.jsonl", "status.json", ".status-reserve", "checkpoints/last.pt", LOG_FILE)
+log = logging.getLogger("rlscale.train")
 
 
 def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool = False,
@@ -27,9 +30,9 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     ``rlscale.runfolder.errors.Refused``, writing nothing, when another process holds the run folder or its
     checkpoint cannot be resumed. ``progress``: show a progress bar on a terminal, periodic lines otherwise
     (rlscale.tracking.progress)."""
+    from rlscale.train.logs import run_logging
     from rlscale.train.loop import train
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     run_dir = Path(run_dir)
     if cfg is None:
         try:
@@ -39,11 +42,15 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
             return RunState.FAILED.value
     if finished(run_dir, cfg.trainer.max_steps):
         return RunState.DONE.value
-    if not progress:
-        return train(cfg, run_dir, stop_at)
-    from rlscale.tracking.progress import run_progress
+    name, steps = f"{cfg.sweep}/{cfg.variant}", cfg.trainer.max_steps
+    with run_logging(run_dir, name, steps, progress_shown=progress) as sinks:
+        if progress:
+            from rlscale.tracking.progress import run_progress
 
-    return train(cfg, run_dir, stop_at, [run_progress(f"{cfg.sweep}/{cfg.variant}", cfg.trainer.max_steps)])
+            sinks.append(run_progress(name, steps))
+        state = train(cfg, run_dir, stop_at, sinks)
+        log.info("%s at step %s", state, read_status(run_dir).get("step"))
+    return state
 
 
 def finished(run_dir: Path, max_steps: int) -> bool:
@@ -107,13 +114,25 @@ def extend_run(run_dir: Path, cfg: DictConfig, max_steps: int) -> DictConfig:
     return extended
 
 
+def named_run(overrides: Sequence[str]) -> List[str]:
+    """``overrides`` with ``variant=<run_name(overrides)>`` when none of them places the run folder (``out=``,
+    ``variant=``): each distinct run of ``rlscale run`` gets its own folder under ``results/<sweep>/``, and the
+    same command again finds the same folder."""
+    if any(o.lstrip("+~").partition("=")[0] in ("out", "variant") for o in overrides):
+        return list(overrides)
+    return [*overrides, f"variant={hydra_quote(run_name(overrides))}"]
+
+
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config",
                     force: bool = False) -> Tuple[Path, DictConfig]:
-    """Compose and validate the config, create its run directory (``out``) and write config.yaml there; returns
-    the folder and the validated config, which the run takes as it is (``train_run_dir``'s ``cfg``). An existing
-    run directory with the same config is resumed (its config.yaml left as it is); a different one is
-    refused unless ``force``."""
-    cfg = compose_run_config(overrides, config_name)
+    """Compose and validate the config (its folder named by ``named_run``), create its run directory (``out``) and
+    write config.yaml there, with the records of how it was made (rlscale.train.records); returns the folder
+    and the validated config, which the run takes as it is (``train_run_dir``'s ``cfg``). An existing run
+    directory with the same config is resumed (its config.yaml left as it is); a different one is refused
+    unless ``force``."""
+    from rlscale.train.records import write_records
+
+    cfg = compose_run_config(named_run(overrides), config_name)
     run_dir = Path(cfg.out)
     existing = run_dir / "config.yaml"
     same = existing.exists() and holds(existing, cfg)
@@ -125,6 +144,7 @@ def prepare_run_dir(overrides: Sequence[str], config_name: str = "config",
     run_dir.mkdir(parents=True, exist_ok=True)
     if not same:
         atomic_write_text(existing, OmegaConf.to_yaml(cfg))
+    write_records(run_dir, overrides)
     return run_dir, cfg
 
 

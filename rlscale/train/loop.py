@@ -26,8 +26,8 @@ from rlscale.runfolder.errors import Refused
 from rlscale.runfolder.lock import FolderLock
 from rlscale.runfolder.metrics import MetricsLog, MetricsWriteError
 from rlscale.runfolder.process import host
-from rlscale.runfolder.status import (RunState, prune_request, release_status_space, reserve_status_space,
-                                      write_status)
+from rlscale.runfolder.status import (RunState, prune_request, read_status, release_status_space,
+                                      reserve_status_space, write_status)
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.tasks.base import Problem
 from rlscale.tasks.mixture import part_of
@@ -39,6 +39,7 @@ from rlscale.train.components import (Components, build_components, build_follow
                                       serve_generator_task, tracked_run)
 from rlscale.train.evaluate import evaluate
 from rlscale.train.ranks import split_generator_tasks
+from rlscale.train.records import versions_line
 
 log = logging.getLogger("rlscale.train")
 
@@ -304,6 +305,8 @@ def train(cfg: RunConfig, run_dir: Path, stop_at: Optional[int] = None,
 
 def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
                   sinks: Sequence[MetricsSink]) -> str:
+    log.info("training %s from step %s to %s; %s", run_dir, read_status(run_dir).get("step") or 0,
+             stop_at or cfg.trainer.max_steps, versions_line())
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     reserve_status_space(run_dir)
     loop = None

@@ -151,7 +151,7 @@ def test_a_two_rank_local_job_trains_like_one_process(one_process, tmp_path):
     run_dir = run_dir_of(tmp_path, "two")
     assert status(run_dir)["state"] == "done"
     job = json.loads((tmp_path / "results/two/sweep.json").read_text())["jobs"][run_dir.name]
-    outcomes = [pickle.loads((tmp_path / "results/two/.submitit" / job / f"{job}_{task}_result.pkl").read_bytes())
+    outcomes = [pickle.loads((tmp_path / "results/two/.submitit" / f"{job}_{task}_result.pkl").read_bytes())
                 for task in (0, 1)]
     assert outcomes == [("success", {run_dir.name: "done"})] * 2  # task 1 followed the run to its end
     assert_same_training(one_process, run_dir)

@@ -62,6 +62,14 @@ def test_local_sweep_runs_reruns_and_survives_a_crash(tmp_path, monkeypatch, cap
         assert raw_steps(run_dir, "train") == [1, 2, 3, 4] and raw_steps(run_dir, "eval") == [0, 2, 4]
     broken = json.loads((sweep_dir / "broken/status.json").read_text())
     assert broken["state"] == "failed" and "no_checkpoint_here" in broken["reason"]
+    # each run's log lines in its train.log and in its lane's submitit log carry its name; no literal %j folder
+    assert sorted(p.name for p in (sweep_dir / ".submitit").iterdir() if p.is_dir()) == []
+    lane_logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").glob("*_log.*"))
+    for run in ("scalerl", "loss_dapo"):
+        lines = (sweep_dir / run / "train.log").read_text().splitlines()
+        assert len(lines) >= 3 and all(f"[mini/{run}]" in line for line in lines), lines
+        assert f"[mini/{run}] rlscale.progress INFO train: step 4/4" in lane_logs
+        assert yaml.safe_load((sweep_dir / run / "versions.yaml").read_text())["rlscale"]
     # the local executor runs the setup line in its controller's shell, as written; the results path never runs
     assert f"probe={os.environ['HOME']}/venv" in capfd.readouterr().out and not marker.exists()
 

@@ -111,7 +111,8 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     assert (purelib / "rlscale/shipped/docs/configuration.md").is_file()
     run = sh(rlscale, "run", "trainer.max_steps=2", "trainer.eval_every=2", "task.val_size=20", cwd=elsewhere, env=env)
     assert "done" in run.stdout
-    metrics = [json.loads(line) for line in (elsewhere / "results/default/run/metrics.jsonl").read_text().splitlines()]
+    run_dir = elsewhere / "results/default/task.val_size-20_trainer.eval_every-2_trainer.max_steps-2"  # its overrides
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics if m["kind"] == "train"] == [1, 2]
     assert "step 2/2" in run.stderr  # piped: the plain progress line of the last step
 
