@@ -60,8 +60,8 @@ def run_command(
     from rlscale.paths import add_config_dir, set_config_path
     from rlscale.runfolder.names import printable
     from rlscale.runfolder.status import read_status
-    from rlscale.train.entry import (extend_run, finished, named_run, prepare_run_dir, requested_steps, start_over,
-                                     train_run_dir)
+    from rlscale.train.entry import (as_written, extend_run, finished, named_run, prepare_run_dir, requested_steps,
+                                     start_over, train_run_dir)
 
     if config_path is not None:
         set_config_path(config_path)
@@ -72,8 +72,12 @@ def run_command(
         if shown and cfg is None:
             raise ConfigError(f"{shown[0]} goes with --cfg job|hydra|all")
         if info is not None or cfg is not None:
-            typer.echo(_describe(named_run(overrides or []), config_name, cfg, info, package, resolve,
-                                 (results / name).as_posix()), nl=False)
+            try:
+                described = _describe(named_run(overrides or []), config_name, cfg, info, package, resolve,
+                                      (results / name).as_posix())
+            except ConfigError as err:
+                raise as_written(err, overrides or []) from None
+            typer.echo(described, nl=False)
             return
         grid_only = [flag for flag, given in (("--name", name != "multirun"), ("--results", results != Path("results")),
                                               ("--seeds", seeds is not None), ("--dry-run", dry_run)) if given]

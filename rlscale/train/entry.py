@@ -123,6 +123,12 @@ def named_run(overrides: Sequence[str]) -> List[str]:
     return [*overrides, f"variant={hydra_quote(run_name(overrides))}"]
 
 
+def as_written(err: ConfigError, overrides: Sequence[str]) -> ConfigError:
+    """``err`` of a config composed with ``named_run(overrides)``, naming only the overrides the user wrote."""
+    named = " ".join(named_run(overrides))
+    return ConfigError(str(err).replace(f"overrides {named}", f"overrides {' '.join(overrides)}", 1))
+
+
 def prepare_run_dir(overrides: Sequence[str], config_name: str = "config",
                     force: bool = False) -> Tuple[Path, DictConfig]:
     """Compose and validate the config (its folder named by ``named_run``), create its run directory (``out``) and
@@ -132,7 +138,10 @@ def prepare_run_dir(overrides: Sequence[str], config_name: str = "config",
     unless ``force``."""
     from rlscale.train.records import write_records
 
-    cfg = compose_run_config(named_run(overrides), config_name)
+    try:
+        cfg = compose_run_config(named_run(overrides), config_name)
+    except ConfigError as err:
+        raise as_written(err, overrides) from None
     run_dir = Path(cfg.out)
     existing = run_dir / "config.yaml"
     same = existing.exists() and holds(existing, cfg)
