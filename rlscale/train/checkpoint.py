@@ -227,9 +227,10 @@ def verify_checkpoint(run_dir: Path, identity: RunIdentity) -> Optional[Seal]:
         raise ResumeRefused(f"{path} (step {seal.step}) belongs to another run ({'; '.join(differences)}); nothing "
                             "changed; move it away or start over with --force")
     for log in seal.history:
-        now = LogPrefix.of(run_dir, log.name)
-        if now.size < log.size or _file_prefix_sha256(Path(run_dir) / log.name, log.size) != log.sha256:
-            held = (f"holds {now.size} bytes, fewer than the {log.size} it was taken with" if now.size < log.size
+        file = Path(run_dir) / log.name
+        size = file.stat().st_size if file.exists() else 0
+        if size < log.size or _file_prefix_sha256(file, log.size) != log.sha256:
+            held = (f"holds {size} bytes, fewer than the {log.size} it was taken with" if size < log.size
                     else f"begins with other bytes than the {log.size} it was taken with")
             raise ResumeRefused(f"{path} (step {seal.step}) belongs to another history of this run: "
                                 f"{Path(run_dir) / log.name} {held} (a checkpoint copied from another results "
