@@ -1,0 +1,59 @@
+"""A tiny run with ``logger=tensorboard``: its event files hold the resolved config (as text, the YAML of the run's
+config.yaml, and as hparams) and at every eval a completions table whose rows are that eval's first samples
+(prompt, completion, reward), read back with TensorBoard's own reader and markdown renderer."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.tracker_tables import read_markdown_table
+
+TINY = ["model.warmup_steps=2", "trainer.max_steps=2", "trainer.eval_every=1", "trainer.checkpoint_every=1",
+        "task.val_size=4", "task.train_size=16", "trainer.eval_samples=1", "batch.prompts=2", "batch.generations=2",
+        "offpolicy=ppo", "offpolicy.batches_per_version=1", "engine.threads=1"]
+
+
+def test_tensorboard_holds_the_config_and_a_completions_table_per_eval(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    run = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "rlscale.cli", "run", f"out={run}", f"cache_dir={tmp_path / 'cache'}",
+                           "logger=tensorboard", "logger.completions_rows=3", *TINY],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    events = EventAccumulator(str(run / "tensorboard"), size_guidance={"tensors": 0}).Reload()
+
+    [config] = events.Tensors("config/text_summary")
+    text = config.tensor_proto.string_val[0].decode()
+    assert all(line.startswith("    ") or not line for line in text.splitlines())  # a code block: shown verbatim
+    assert yaml.safe_load("\n".join(line[4:] for line in text.splitlines())) == yaml.safe_load(
+        (run / "config.yaml").read_text())
+
+    [event_file] = (run / "tensorboard").glob("events.out.tfevents.*")
+    hparams = {}
+    for event in EventFileLoader(str(event_file)).Load():
+        for value in event.summary.value:
+            if value.tag == "_hparams_/session_start_info":
+                content = value.metadata.plugin_data.content
+                hparams = dict(HParamsPluginData.FromString(content).session_start_info.hparams)
+    assert hparams["trainer.max_steps"].number_value == 2
+    assert hparams["logger.completions_rows"].number_value == 3
+    assert hparams["offpolicy.name"].string_value == "ppo"
+
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    tables = events.Tensors("eval/completions/text_summary")
+    assert [t.step for t in tables] == [0, 1, 2]  # every eval
+    for table in tables:
+        header, rows = read_markdown_table(table.tensor_proto.string_val[0].decode())
+        assert header == ["step", "prompt", "completion", "reward"]
+        mine = [s for s in samples if s["step"] == table.step][:3]  # samples.jsonl keeps 4 per eval, the table 3
+        assert len(mine) == 3 and all(s["prompt"] for s in mine)
+        assert rows == [[str(s["step"]), s["prompt"].strip(), s["completion"].strip(), str(s["reward"])]
+                        for s in mine]
+    assert {s["reward"] for s in samples} <= {1.0, -1.0}
