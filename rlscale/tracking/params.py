@@ -1,7 +1,8 @@
 """The run's resolved config as a tracker's parameters: one flat mapping of dotted keys (``loss.name``,
 ``trainer.max_steps``) to scalars, a list or an empty section written as its JSON text; and the whole config as
-the YAML text of its config.yaml. TensorBoard takes the flat mapping as hparams, MLflow as params (each value as
-text, cut to ``MLFLOW_VALUE_CHARS``); W&B takes the nested config as it is."""
+the YAML text of its config.yaml. TensorBoard takes the flat mapping as hparams (``hparam_values``), MLflow as
+params (``mlflow_params``: each value as text, cut to ``MLFLOW_VALUE_CHARS``); W&B takes the nested config as it
+is."""
 from __future__ import annotations
 
 import json
@@ -35,6 +36,12 @@ def flat_params(params: Mapping[str, Any], prefix: str = "") -> Dict[str, Scalar
 def as_text(value: Scalar) -> str:
     """A parameter's value as text: a string as it is, anything else as JSON (``null``, ``true``, ``0.001``)."""
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def hparam_values(params: Mapping[str, Any]) -> Dict[str, Union[str, int, float]]:
+    """The flat parameters as TensorBoard hparams: numbers as they are, anything else (booleans too) as text."""
+    return {key: value if isinstance(value, (int, float)) and not isinstance(value, bool) else as_text(value)
+            for key, value in flat_params(params).items()}
 
 
 def mlflow_params(params: Mapping[str, Any]) -> Tuple[Dict[str, str], List[str]]:

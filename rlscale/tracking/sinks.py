@@ -33,7 +33,7 @@ from rlscale.config.registry import LOGGER
 from rlscale.knobs import knob
 from rlscale.runfolder.atomic import atomic_write_text
 from rlscale.tracking.completions import COLUMNS, MAX_ROWS, CompletionRow, markdown_table
-from rlscale.tracking.params import MLFLOW_VALUE_CHARS, as_text, config_yaml, flat_params, mlflow_params
+from rlscale.tracking.params import MLFLOW_VALUE_CHARS, config_yaml, hparam_values, mlflow_params
 
 log = logging.getLogger("rlscale.tracking")
 
@@ -129,12 +129,6 @@ def _require(module: str, extra: str):
                              f"(pip install {extra}, or pip install 'rlscale[tracking]')") from None
 
 
-def hparam_values(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The flat config as TensorBoard hparams: numbers and booleans as they are, anything else as text."""
-    return {key: value if isinstance(value, (int, float, bool)) else as_text(value)
-            for key, value in flat_params(params).items()}
-
-
 def indented(text: str) -> str:
     """``text`` as a markdown code block (each line indented), shown verbatim whatever it holds."""
     return "\n".join("    " + line for line in text.splitlines())
@@ -207,7 +201,7 @@ class WandbSink:
 class MlflowSink:
     def __init__(self, cfg: MlflowConfig, run: TrackedRun):
         self.mlflow = _require("mlflow", "mlflow")
-        if not cfg.dir:  # the file store of the run folder, which MLflow 3 takes only when allowed
+        if not cfg.dir:  # the file store of the run folder, which recent MLflow takes only when allowed
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         self.mlflow.set_tracking_uri(cfg.dir or (Path(run.run_dir) / "mlruns").resolve().as_uri())
         self.mlflow.set_experiment(cfg.project)

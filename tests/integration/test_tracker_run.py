@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.tracker_tables import read_markdown_table
@@ -17,17 +18,27 @@ TINY = ["model.warmup_steps=2", "trainer.max_steps=2", "trainer.eval_every=1", "
         "offpolicy=ppo", "offpolicy.batches_per_version=1", "engine.threads=1"]
 
 
-def test_tensorboard_holds_the_config_and_a_completions_table_per_eval(tmp_path):
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def tensorboard_run(run: Path, cache: Path, *overrides: str):
+    """The event files of a tiny run with ``logger=tensorboard`` and ``overrides``, read back."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    done = subprocess.run([sys.executable, "-m", "rlscale.cli", "run", f"out={run}", f"cache_dir={cache}",
+                           "logger=tensorboard", *overrides, *TINY], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return EventAccumulator(str(run / "tensorboard"), size_guidance={"tensors": 0}).Reload()
+
+
+def test_tensorboard_holds_the_config_and_a_completions_table_per_eval(tmp_path, cache):
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 
     run = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "rlscale.cli", "run", f"out={run}", f"cache_dir={tmp_path / 'cache'}",
-                           "logger=tensorboard", "logger.completions_rows=3", *TINY],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    events = EventAccumulator(str(run / "tensorboard"), size_guidance={"tensors": 0}).Reload()
+    events = tensorboard_run(run, cache, "logger.completions_rows=3")
 
     [config] = events.Tensors("config/text_summary")
     text = config.tensor_proto.string_val[0].decode()
@@ -57,3 +68,10 @@ def test_tensorboard_holds_the_config_and_a_completions_table_per_eval(tmp_path)
         assert rows == [[str(s["step"]), s["prompt"].strip(), s["completion"].strip(), str(s["reward"])]
                         for s in mine]
     assert {s["reward"] for s in samples} <= {1.0, -1.0}
+
+
+def test_no_completions_table_at_zero_rows(tmp_path, cache):
+    events = tensorboard_run(tmp_path / "run", cache, "logger.completions_rows=0")
+    assert sorted(events.Tags()["tensors"]) == ["config/text_summary"]  # the config, no table
+    assert [e.step for e in events.Scalars("eval/val_reward")] == [0, 1, 2]
+    assert len((tmp_path / "run" / "samples.jsonl").read_text().splitlines()) == 3 * 4  # samples.jsonl as ever

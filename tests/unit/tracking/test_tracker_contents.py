@@ -11,7 +11,8 @@ import yaml
 
 from rlscale.config import compose_run_config, packages, typed
 from rlscale.tracking import CompletionRow, completion_rows, open_tracker
-from rlscale.tracking.params import CUT_NOTE, MLFLOW_VALUE_CHARS, config_yaml, flat_params, mlflow_params
+from rlscale.tracking.params import (CUT_NOTE, MLFLOW_VALUE_CHARS, config_yaml, flat_params, hparam_values,
+                                    mlflow_params)
 from rlscale.train.components import tracked_run
 from tests.tracker_tables import read_markdown_table
 
@@ -24,6 +25,8 @@ def test_the_config_is_flat_dotted_parameters():
     assert flat_params(params) == {"loss.name": "cispo", "loss.eps": 0.2, "length.window": "[20, 24]", "unread": "{}",
                                    "mixture.parts": '[{"name": "a", "share": 1.0}]', "seed": 0, "ok": True,
                                    "dir": None}
+    hparams = hparam_values(params)  # TensorBoard's: numbers, else text
+    assert (hparams["seed"], hparams["loss.eps"], hparams["ok"], hparams["dir"]) == (0, 0.2, "true", "null")
 
 
 def test_mlflow_params_are_text_cut_to_its_limit_with_a_note():
@@ -107,3 +110,33 @@ def test_mlflow_holds_the_config_as_params_and_a_table_artifact_per_eval(tmp_pat
     table = json.loads((artifacts / "completions" / "step_0000000.json").read_text())
     assert table["columns"] == ["step", "prompt", "completion", "reward"]
     assert table["data"] == [[3, NASTY.prompt, NASTY.completion, -1.0], [0, "p", "c", 1.0]]
+
+
+def test_tensorboard_hparams_of_two_runs_compare_by_their_scalars(tmp_path):
+    """TensorBoard's HParams tab, as its backend computes it: every run's flat config as hparams, and the runs'
+    scalars as the metrics (no experiment summary is written, so TensorBoard takes them all)."""
+    from tensorboard import context
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.hparams import backend_context
+
+    for seed in (1, 2):
+        cfg = typed(compose_run_config(["logger=tensorboard", f"seed={seed}"]))
+        (tmp_path / f"s{seed}").mkdir()
+        tracker = open_tracker(cfg.logger, tracked_run(cfg, tmp_path / f"s{seed}"))
+        tracker.write({"step": 0, "kind": "eval", "val_reward": 0.25 * seed})
+        tracker.write({"step": 1, "kind": "train", "reward": 0.5})
+        tracker.close()
+    events = plugin_event_multiplexer.EventMultiplexer()
+    events.AddRunsFromDirectory(str(tmp_path))
+    events.Reload()
+    provider = data_provider.MultiplexerDataProvider(events, str(tmp_path))
+    hparams = backend_context.Context(base_plugin.TBContext(logdir=str(tmp_path), multiplexer=events,
+                                                            data_provider=provider))
+    request = context.RequestContext()
+    experiment = hparams.experiment_from_metadata(request, "", True, hparams.hparams_metadata(request, ""),
+                                                  hparams.hparams_from_data_provider(request, "", None))
+    infos = {info.name: info for info in experiment.hparam_infos}
+    assert len(infos) == len(flat_params(tracked_run(cfg, tmp_path).params))
+    assert (infos["seed"].domain_interval.min_value, infos["seed"].domain_interval.max_value) == (1, 2)
+    assert [info.name.tag for info in experiment.metric_infos] == ["eval/val_reward", "train/reward"]
