@@ -33,8 +33,8 @@ What each axis's factories are called with:
 - engine.device: ``() -> torch.device``;
 - launcher: no code; ``rlscale.sweep.dispatch`` reads the name, and the config class each option names
   (``rlscale.sweep.launchers``) types the section;
-- logger: ``(cfg: LoggerConfig, run: TrackedRun) -> MetricsSink or None``, its config class the one each option
-  names (``rlscale.tracking.sinks``).
+- logger: ``(cfg: LoggerConfig, run: TrackedRun) -> Tracker or None`` (a metrics sink that also takes each eval's
+  completions table), its config class the one each option names (``rlscale.tracking.sinks``).
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """What a tracker holds besides the metrics: the run's resolved config (flat dotted parameters, MLflow's values
 cut to its limit with a note, the YAML text) and each eval's completions table, whose markdown shows every cell as
-written once TensorBoard renders it. W&B (offline) and MLflow (a file store) are read back where installed."""
+written once TensorBoard renders it; a table size out of bounds is one line. W&B (offline) and MLflow (a file store)
+are read back where installed (skipped otherwise)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlscale.config import compose_run_config, packages, typed
+from rlscale.config import ConfigError, compose_run_config, packages, typed
 from rlscale.tracking import CompletionRow, completion_rows, open_tracker
 from rlscale.tracking.params import (CUT_NOTE, MLFLOW_VALUE_CHARS, config_yaml, flat_params, hparam_values,
                                     mlflow_params)
@@ -45,6 +46,12 @@ def test_the_whole_run_config_flattens_and_reads_back_as_its_yaml():
     assert flat["loss.name"] == "dapo" and flat["logger.completions_rows"] == 8 and flat["trainer.max_steps"] > 0
     assert all(isinstance(value, (str, int, float, bool, type(None))) for value in flat.values())
     assert yaml.safe_load(config_yaml(params)) == json.loads(json.dumps(params))
+
+
+@pytest.mark.parametrize("rows", ["-1", "1001"])
+def test_a_table_size_out_of_bounds_is_refused_in_one_line(rows):
+    with pytest.raises(ConfigError, match=rf"field 'logger.completions_rows': must be in \[0, 1000\], got {rows}$"):
+        compose_run_config(["logger=tensorboard", f"logger.completions_rows={rows}"])
 
 
 def test_the_table_keeps_the_first_rows_of_an_eval():
