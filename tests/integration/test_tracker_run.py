@@ -1,6 +1,7 @@
 """A tiny run with ``logger=tensorboard``: its event files hold the resolved config (as text, the YAML of the run's
 config.yaml, and as hparams) and at every eval a completions table whose rows are that eval's first samples
-(prompt, completion, reward), read back with TensorBoard's own reader and markdown renderer."""
+(prompt, completion, reward), read back with TensorBoard's own reader and markdown renderer; the table is sized
+apart from samples.jsonl."""
 from __future__ import annotations
 
 import json
@@ -70,8 +71,19 @@ def test_tensorboard_holds_the_config_and_a_completions_table_per_eval(tmp_path,
     assert {s["reward"] for s in samples} <= {1.0, -1.0}
 
 
-def test_no_completions_table_at_zero_rows(tmp_path, cache):
-    events = tensorboard_run(tmp_path / "run", cache, "logger.completions_rows=0")
-    assert sorted(events.Tags()["tensors"]) == ["config/text_summary"]  # the config, no table
+@pytest.mark.parametrize("rows, logged", [(0, 4), (4, 1)])
+def test_the_table_and_samples_jsonl_are_sized_apart(tmp_path, cache, rows, logged):
+    """``logger.completions_rows`` sizes the table (0: none), ``trainer.eval_samples_logged`` samples.jsonl."""
+    run = tmp_path / "run"
+    events = tensorboard_run(run, cache, f"logger.completions_rows={rows}", f"trainer.eval_samples_logged={logged}")
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in samples] == [step for step in (0, 1, 2) for _ in range(logged)]
     assert [e.step for e in events.Scalars("eval/val_reward")] == [0, 1, 2]
-    assert len((tmp_path / "run" / "samples.jsonl").read_text().splitlines()) == 3 * 4  # samples.jsonl as ever
+    if not rows:
+        assert sorted(events.Tags()["tensors"]) == ["config/text_summary"]  # the config, no table
+        return
+    for table in events.Tensors("eval/completions/text_summary"):
+        _, table_rows = read_markdown_table(table.tensor_proto.string_val[0].decode())
+        assert len(table_rows) == rows  # the 4 held-out prompts
+        [first] = [s for s in samples if s["step"] == table.step]
+        assert table_rows[0][1:3] == [first["prompt"].strip(), first["completion"].strip()]
