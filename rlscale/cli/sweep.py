@@ -12,6 +12,7 @@ from rlscale.cli.console import output_console
 from rlscale.engines.memory import DEFAULT_PROMPT_TOKENS
 from rlscale.paths import CONFIG_DIR_HELP, CONFIG_PATH_HELP, add_config_dir, set_config_path
 from rlscale.sweep.status import collect, refs_under
+from rlscale.sweep.status_json import status_json
 from rlscale.runfolder.lock import FolderLock
 from rlscale.runfolder.names import printable, shown
 from rlscale.sweep.detach import streams_detached
@@ -125,9 +126,14 @@ def _follow(plan: SweepPlan, jobs: Dict[str, str], detach: bool, console: Consol
 
 
 def status_command(results_dir: Path = typer.Argument(Path("results"), help="results root, a sweep folder "
-                                                      "or a run folder")) -> None:
+                                                      "or a run folder"),
+                   as_json: bool = typer.Option(False, "--json", help="print the runs' status as one JSON document "
+                                                "instead of the table")) -> None:
     """Show the state, step, latest validation reward and ETA of every run under RESULTS_DIR."""
     refs = _under(results_dir, refs_under)
+    if as_json:
+        typer.echo(status_json(results_dir, collect(refs)))
+        return
     if not refs:
         typer.echo(f"no runs under {printable(results_dir)}")
         return

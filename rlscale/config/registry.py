@@ -33,8 +33,8 @@ What each axis's factories are called with:
 - engine.device: ``() -> torch.device``;
 - launcher: no code; ``rlscale.sweep.dispatch`` reads the name, and the config class each option names
   (``rlscale.sweep.launchers``) types the section;
-- logger: ``(cfg: LoggerConfig, run: TrackedRun) -> MetricsSink or None``, its config class the one each option
-  names (``rlscale.tracking.sinks``).
+- logger: ``(cfg: LoggerConfig, run: TrackedRun) -> Tracker or None`` (a metrics sink that also takes each eval's
+  completions table), its config class the one each option names (``rlscale.tracking.sinks``).
 """
 from __future__ import annotations
 
@@ -118,12 +118,12 @@ LAUNCHER = Axis("launcher.name", {  # read by rlscale.sweep.dispatch
 }, group="launcher", config=("cfg", "rlscale.sweep.launchers:LauncherConfig"))
 LOGGER = Axis("logger.name", {
     "none": Option("metrics.jsonl only", "rlscale.tracking.sinks:no_tracker", "rlscale.tracking.sinks:LoggerConfig"),
-    "tensorboard": Option("every metrics line mirrored to TensorBoard event files",
+    "tensorboard": Option("every metrics line, the config and completions tables in TensorBoard event files",
                           "rlscale.tracking.sinks:tensorboard_sink", "rlscale.tracking.sinks:TensorboardConfig"),
-    "wandb": Option("every metrics line mirrored to Weights & Biases", "rlscale.tracking.sinks:WandbSink",
-                    "rlscale.tracking.sinks:WandbConfig"),
-    "mlflow": Option("every metrics line mirrored to MLflow", "rlscale.tracking.sinks:MlflowSink",
-                     "rlscale.tracking.sinks:MlflowConfig"),
+    "wandb": Option("every metrics line, the config and completions tables in Weights & Biases",
+                    "rlscale.tracking.sinks:WandbSink", "rlscale.tracking.sinks:WandbConfig"),
+    "mlflow": Option("every metrics line, the config and completions tables in MLflow",
+                     "rlscale.tracking.sinks:MlflowSink", "rlscale.tracking.sinks:MlflowConfig"),
 }, group="logger", config=("cfg", "rlscale.tracking.sinks:LoggerConfig"))
 LOGGER_MODE = Axis("logger.mode", {  # passed to W&B; only logger=wandb has the field
     "offline": Option("W&B writes locally"),

@@ -280,7 +280,7 @@ its option lacks is kept in ``RunConfig.unread`` when it is off its default, not
 ``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""
 
 ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks", "engine.activation_checkpointing",
-                     "engine.generator_rows")
+                     "engine.generator_rows", "logger.completions_rows")
 """Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
 schema fills them in), and wherever configs are compared or hashed one at its default is left out
 (``without_default_sections``), so those run folders keep their identity and resume."""

@@ -3,9 +3,9 @@ metrics.jsonl) and from the liveness of their jobs: state, last step, latest val
 Eq. 1) and an ETA (the remaining steps times the mean ``step_seconds`` of the last train lines)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from omegaconf import OmegaConf
 
@@ -35,7 +35,8 @@ class RunRef:
 class RunProgress:
     """One row of the progress table. ``state`` is status.json's, or ``lost`` when the run is unfinished
     and its job no longer exists (rerun the sweep to resubmit it). ``job_alive``: its job is queued or
-    running (a local lane may still run other runs)."""
+    running (a local lane may still run other runs). ``last_metrics``: the finite numbers of the last train and
+    the last eval line, by kind (``rlscale status --json``)."""
 
     ref: RunRef
     state: str
@@ -45,6 +46,7 @@ class RunProgress:
     val_reward: Optional[float]
     eta_s: Optional[float]
     job_alive: bool = False
+    last_metrics: Dict[str, Dict[str, float]] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -75,6 +77,14 @@ def _seconds_per_step(records: List[dict], last: int = 5) -> Optional[float]:
     return sum(times[-last:]) / len(times[-last:]) if times else None
 
 
+def last_lines(records: List[dict]) -> Dict[str, Dict[str, float]]:
+    """The finite numbers (step included) of the last line of each kind, e.g. ``{"train": {...}, "eval": {...}}``."""
+    last: Dict[str, Dict[str, float]] = {}
+    for record in records:
+        last[str(record.get("kind"))] = {key: value for key, value in record.items() if is_finite_number(value)}
+    return last
+
+
 def run_progress(ref: RunRef, live_jobs: Set[str]) -> RunProgress:
     status = read_status(ref.run_dir)
     state, reason = str(status.get("state")), str(status.get("reason", ""))
@@ -91,7 +101,8 @@ def run_progress(ref: RunRef, live_jobs: Set[str]) -> RunProgress:
     per_step = _seconds_per_step(records) if state == "running" else None
     eta = max(0, max_steps - (step or 0)) * per_step if per_step is not None and max_steps else None
     return RunProgress(ref=ref, state=state, reason=reason, step=step, max_steps=max_steps,
-                       val_reward=val_reward, eta_s=eta, job_alive=bool(ref.job) and ref.job in live_jobs)
+                       val_reward=val_reward, eta_s=eta, job_alive=bool(ref.job) and ref.job in live_jobs,
+                       last_metrics=last_lines(records))
 
 
 def refs_under(root: Path) -> List[Tuple[RunRef, str]]:

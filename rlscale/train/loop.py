@@ -31,7 +31,7 @@ from rlscale.runfolder.status import (RunState, prune_request, read_status, rele
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
 from rlscale.tasks.base import Problem
 from rlscale.tasks.mixture import part_of
-from rlscale.tracking import MetricsSink, TrackerMissing, open_tracker
+from rlscale.tracking import MetricsSink, TrackerMissing, completion_rows, open_tracker
 from rlscale.train.batch import ScoredGroup, collate
 from rlscale.train.checkpoint import (CHECKPOINT, CheckpointError, ResumeRefused, RunIdentity, check_resumable,
                                       load_checkpoint, remove_stale_temporaries, save_checkpoint)
@@ -142,8 +142,8 @@ class RunLoop:
         self.startup_s: float | None = None
         self.run_dir = Path(run_dir)
         self.identity = RunIdentity.of(cfg, self.run_dir)
-        tracker = open_tracker(cfg.logger, tracked_run(cfg, self.run_dir))
-        self.sinks = (*sinks, *([tracker] if tracker is not None else []))
+        self.tracker = open_tracker(cfg.logger, tracked_run(cfg, self.run_dir))
+        self.sinks = (*sinks, *([self.tracker] if self.tracker is not None else []))
         self.cfg = cfg
         self.comps = build_components(cfg, self.run_dir)
         self.metrics_path = self.run_dir / "metrics.jsonl"
@@ -191,15 +191,20 @@ class RunLoop:
 
     # -- work ----------------------------------------------------------------------------------
     def evaluate(self, metrics: MetricsLog) -> None:
+        """The eval line; its first ``trainer.eval_samples_logged`` samples to samples.jsonl and its first
+        ``logger.completions_rows`` to the tracker's completions table."""
         c, t = self.comps, self.cfg.trainer
+        rows = self.cfg.logger.completions_rows if self.tracker is not None else 0
         result = evaluate(c.task, c.tok, c.generator, c.task.val_problems(), t.eval_samples, self.cfg.seed, self.step,
-                          logged=t.eval_samples_logged)
+                          logged=max(t.eval_samples_logged, rows))
         samples = MetricsLog(self.samples_path)
-        for record in result.samples:
+        for record in result.samples[:t.eval_samples_logged]:
             samples.append(record)
         downstream = {key: value for entry in c.downstream
                       for key, value in entry.evaluate(c.tok, c.generator, self.cfg.seed, self.step).items()}
         metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(), **result.metrics(), **downstream})
+        if rows and result.samples:
+            self.tracker.completions(self.step, completion_rows(result.samples, rows))
 
     def update(self) -> dict:
         c = self.comps

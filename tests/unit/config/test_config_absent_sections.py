@@ -1,5 +1,5 @@
 """Sections and fields added to the schema after run folders were written (``mixture``, ``eval``,
-``launcher.generator_tasks``, ``engine.activation_checkpointing``): a config.yaml without them reads them as their defaults and keeps the run's
+``launcher.generator_tasks``, ``engine.activation_checkpointing``, ``logger.completions_rows``): a config.yaml without them reads them as their defaults and keeps the run's
 identity, so its checkpoint resumes, and ``rlscale run`` or a sweep with the same overrides takes the folder as
 the same run; setting the section is a different run (a different job shape: the same identity)."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rlscale.train.entry import prepare_run_dir
 
 @pytest.mark.parametrize("setting", [["eval=code"], ["task=math_code"],
                                      ["launcher.tasks_per_node=2", "launcher.generator_tasks=1"],
-                                     ["engine.activation_checkpointing=true"]])
+                                     ["engine.activation_checkpointing=true"], ["logger.completions_rows=2"]])
 def test_a_config_written_before_the_sections_is_the_same_run(tmp_path, setting):
     cfg = compose_run_config([f"out={tmp_path / 'run'}"])
     older = OmegaConf.to_container(cfg)
@@ -38,7 +38,7 @@ def test_a_config_written_before_the_sections_is_the_same_run(tmp_path, setting)
     assert config_conflict(ResolvedRun(run, (), cfg, path.parent)) is None
     changed = compose_run_config([f"out={tmp_path / 'run'}", *setting])
     assert config_conflict(ResolvedRun(run, tuple(setting), changed, path.parent)) is not None
-    same_identity = all(o.startswith("launcher.") for o in setting)  # the job's shape may change across a resume
+    same_identity = all(o.startswith(("launcher.", "logger.")) for o in setting)  # job shape, tracking: may change
     assert (RunIdentity.of(typed(changed), path.parent) == RunIdentity.of(typed(cfg), path.parent)) == same_identity
     with pytest.raises(ConfigError, match="a run with a different config exists there"):
         prepare_run_dir([f"out={tmp_path / 'run'}", *setting])

@@ -57,7 +57,7 @@ def test_a_name_outside_the_registry_fails_naming_the_field_and_the_names(axis, 
 
 @pytest.mark.parametrize("overrides, line", [
     (["logger=tensorboard", "logger.mode=online"], r"field 'logger.mode': logger.name=tensorboard has no such knob "
-                                                   r"\(its knobs: dir\); it is a knob of logger=wandb$"),
+                                                   r"\(its knobs: completions_rows, dir\); it is a knob of logger=wandb$"),
     (["launcher.partition=gpu"], r"field 'launcher.partition': launcher.name=local has no such knob \(its knobs: "
                                  r"generator_tasks, .*max_parallel, .*\); it is a knob of launcher=slurm$"),
     (["offpolicy=ppo", "offpolicy.max_lag=8"],
