@@ -61,6 +61,16 @@ def test_the_table_keeps_the_first_rows_of_an_eval():
     assert completion_rows(samples, 0) == [] and len(completion_rows(samples, 100)) == 6
 
 
+def test_a_long_completion_keeps_its_beginning_and_its_answer():
+    """A 50,000-character trace (the paper's lengths) keeps 2,000 characters at each end and says how many it cut;
+    a completion at the limit is kept whole."""
+    trace = "a" * 30000 + "b" * 19990 + "ANSWER=42"
+    row = CompletionRow.of_sample({"step": 3, "prompt": "p", "completion": trace, "reward": 1.0})
+    assert row.completion == "a" * 2000 + " [... 45,999 characters cut ...] " + "b" * 1991 + "ANSWER=42"
+    whole = "c" * 4000
+    assert CompletionRow.of_sample({"step": 3, "prompt": "p", "completion": whole, "reward": 1.0}).completion == whole
+
+
 def test_a_completions_table_in_tensorboard_shows_every_cell_as_written(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
