@@ -17,6 +17,7 @@ from rlscale.report.content import UNFINISHED_STATES, ReportData, SweepView
 from rlscale.report.ranking import by_seed, note_text, rank_text
 from rlscale.report.summary import summarize
 from rlscale.runfolder.names import printable
+from rlscale.tables import WrappingTable
 
 
 def print_summary(report: ReportData, console: Console) -> None:
@@ -24,7 +25,7 @@ def print_summary(report: ReportData, console: Console) -> None:
     console.print(Text(printable(f"{report.results_dir}: {len(report.sweeps)} sweeps, {len(report.runs)} runs. "
                        f"Fit: x={axis_label(s.x)}, cutoff={s.cutoff_rule or '-'}, fit_until={num(s.fit_until, 0)}, "
                        f"method={s.method}, margin on A={s.margin}")))
-    overview = Table(title="Sweeps", title_justify="left")
+    overview = WrappingTable(title="Sweeps", title_justify="left")
     for column in ("sweep", "runs", "states", "fits ok", "A not identified", "highest A", "highest B",
                    "truncation > 10 %", "eval SE"):
         overview.add_column(column)
@@ -51,7 +52,7 @@ def print_summary(report: ReportData, console: Console) -> None:
 
 def _ranking_table(sweep: SweepView) -> Table:
     """One row per variant, its seeds folded (rlscale.report.ranking)."""
-    table = Table(title=Text(printable(f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A "
+    table = WrappingTable(title=Text(printable(f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A "
                                        "('=': tie; A and B: seed means)")), title_justify="left")
     for column in ("rank", "variant", "state", "A", "by seed / CI", "B", "C_mid", "note"):
         table.add_column(column, justify="right" if column in ("rank", "A", "B", "C_mid") else "left")
@@ -64,7 +65,7 @@ def _ranking_table(sweep: SweepView) -> Table:
 
 
 def _loo_table(sweep: SweepView) -> Table:
-    table = Table(title=Text(printable(f"{sweep.name}: leave-one-out (B at the sweep's fixed A)")), title_justify="left")
+    table = WrappingTable(title=Text(printable(f"{sweep.name}: leave-one-out (B at the sweep's fixed A)")), title_justify="left")
     for column in ("variant", "axis", "dA [CI]", "dB [CI]", "interval", "verdict"):
         table.add_column(column, justify="right" if column.startswith("d") else "left")
     for row in sweep.loo:
@@ -78,7 +79,7 @@ def _print_extrapolation(check: ExtrapolationCheck, console: Console) -> None:
     """The runs fitted up to fit_until against the mean of their last evals beyond it; nothing when the fits
     made no check."""
     if check.rows:
-        table = Table(title="Extrapolation check: fitted up to fit_until, against the mean of the last evals "
+        table = WrappingTable(title="Extrapolation check: fitted up to fit_until, against the mean of the last evals "
                             "beyond it", title_justify="left")
         several = len({row.sweep for row in check.rows}) > 1
         for column in ("sweep",) * several + ("run", "fit until", "evals", "observed", "predicted",
