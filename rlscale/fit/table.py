@@ -119,14 +119,7 @@ def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -
 
 
 def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
-    a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
-    band = next((c.margin_B for c in rows if c.margin_B is not None), None)
-    fixed = (f"B refit with A fixed at the mean of identified runs {a_fixed:.3f}" if a_fixed is not None else
-             "no run's A is identified, so no B at a fixed A")
-    band_text = f"+-{band:.2f} ({s.margin_b:.0%} of the base's B)" if band is not None else f"{s.margin_b:.0%} of the base's B"
-    table = WrappingTable(title=f"{shown(sweep)}: leave-one-out, {fixed}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and "
-                        "the free fits' B), each with an interval excluding 0 at the level the table's family leaves "
-                        f"it (below); within margin: dA inside +-{s.margin:g} and dB inside {band_text}")
+    table = WrappingTable(title=f"{shown(sweep)}: leave-one-out, {loo_caption(rows, s)}")
     for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "p alone/adj", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]", "p alone/adj") else "left")
     for c in rows:
@@ -135,6 +128,20 @@ def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
                       _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source, p,
                       shown(c.verdict_text or c.note))
     return table
+
+
+def loo_caption(rows: List[ComparisonRow], s: FitSettings) -> str:
+    """What a LOO table's verdicts rest on, from its rows: the fixed A (or why there is none), the ceiling and
+    efficiency rules and the margins, with the band on dB as a number when the base has a B."""
+    a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
+    band = next((c.margin_B for c in rows if c.margin_B is not None), None)
+    fixed = (f"B refit with A fixed at {a_fixed:.3f}, the mean of the identified runs" if a_fixed is not None else
+             "no run's A is identified, so no B at a fixed A")
+    band_text = (f"+-{band:.2f} ({s.margin_b:.0%} of the base's B)" if band is not None else
+                 f"{s.margin_b:.0%} of the base's B (no band: the base has no B at the fixed A)")
+    return (f"{fixed}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and the free fits' B), each with an interval "
+            "excluding 0 at the level the table's family leaves it (below); within margin: dA inside "
+            f"+-{s.margin:g} and dB inside {band_text}")
 
 
 def _misfit_stats(r: RunFit) -> str:

@@ -18,6 +18,7 @@ import markupsafe
 
 from rlscale.fit.compare import table_family
 from rlscale.fit.results import axis_label
+from rlscale.fit.table import loo_caption
 from rlscale.plan.confirm_view import confirm_title, difference_text, holm_text, pair_text, runs_text
 from rlscale.plan.planner import EXTRAPOLATION_LIMIT
 from rlscale.plan.view import new_seeds_header, new_seeds_text, notes as plan_notes, title as plan_title
@@ -53,7 +54,7 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
                        plan_notes=plan_notes, plan_title=plan_title, new_seeds_header=new_seeds_header,
                        new_seeds_text=new_seeds_text, confirm_title=confirm_title, difference_text=difference_text,
                        holm_text=holm_text, pair_text=pair_text, runs_text=runs_text, p_text=p_text,
-                       table_family=table_family)
+                       table_family=table_family, loo_caption=loo_caption)
     uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
     return env.get_template("report.html.j2").render(
         report=report, summaries=summarize(report), extrapolation=extrapolation_check(report), images=uris,

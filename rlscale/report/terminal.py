@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rlscale.fit.results import axis_label
+from rlscale.fit.results import FitSettings, axis_label
+from rlscale.fit.table import loo_caption
 from rlscale.report.extrapolation import ExtrapolationCheck, extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.content import UNFINISHED_STATES, ReportData, SweepView
@@ -33,9 +34,9 @@ def print_summary(report: ReportData, console: Console) -> None:
     for sm in summaries:
         overview.add_row(*map(_text, (
             sm.name, str(sm.n_runs), " ".join(f"{k}={v}" for k, v in sm.states.items()), str(sm.n_fit_ok),
-            str(sm.n_unidentified), f"{sm.best_A.name} ({num(sm.best_A.value)})" if sm.best_A else "-",
-            f"{sm.best_B.name} ({num(sm.best_B.value, 2)})" if sm.best_B else "-",
-            str(sm.n_truncation_flagged), num(sm.noise.median_se, 4) if sm.noise else "-")))
+            str(sm.n_unidentified), f"{sm.best_A.name} ({num(sm.best_A.value)})" if sm.best_A else sm.no_best_A,
+            f"{sm.best_B.name} ({num(sm.best_B.value, 2)})" if sm.best_B else sm.no_best_A,
+            str(sm.n_truncation_flagged), sm.eval_se_text)))
     console.print(overview)
     for sm in summaries:
         if sm.noise is not None and sm.noise.flagged:
@@ -43,7 +44,7 @@ def print_summary(report: ReportData, console: Console) -> None:
     for sweep in report.sweeps:
         console.print(_ranking_table(sweep))
         if sweep.loo:
-            console.print(_loo_table(sweep))
+            console.print(_loo_table(sweep, s))
     _print_extrapolation(extrapolation_check(report), console)
     stopped = [run for run in report.runs if run.state in UNFINISHED_STATES]
     for run in stopped:
@@ -64,8 +65,9 @@ def _ranking_table(sweep: SweepView) -> Table:
     return table
 
 
-def _loo_table(sweep: SweepView) -> Table:
-    table = WrappingTable(title=Text(printable(f"{sweep.name}: leave-one-out (B at the sweep's fixed A)")), title_justify="left")
+def _loo_table(sweep: SweepView, settings: FitSettings) -> Table:
+    table = WrappingTable(title=Text(printable(f"{sweep.name}: leave-one-out, {loo_caption(sweep.loo, settings)}")),
+                          title_justify="left")
     for column in ("variant", "axis", "dA [CI]", "dB [CI]", "interval", "verdict"):
         table.add_column(column, justify="right" if column.startswith("d") else "left")
     for row in sweep.loo:
