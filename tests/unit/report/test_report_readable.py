@@ -3,11 +3,20 @@ said once, no module names; the LOO caption and the summary filled from the data
 dB, the eval SE), or saying in words why a value is missing."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+from matplotlib.colors import to_rgb
+
 from rlscale.fit.results import ComparisonRow, FitSettings, RunFit
 from rlscale.fit.table import loo_caption
-from rlscale.report.content import ReportData, RunView, Series, SweepView, VariantView
+from rlscale.report.build import write_report
+from rlscale.report.content import ReportData, RunView, Series, SweepView, VariantView, load_report
+from rlscale.report.figure7 import figure7_missing
+from rlscale.report.plotting import run_colors, text_color
 from rlscale.report.ranking import MAX_NOTE_LINES, notes
 from rlscale.report.summary import summarize
+from rlscale.testing.results_tree import synthetic_plan, write_results
 
 POOLED = "residual variance of 3 degrees of freedom raised to the variant's pooled level (x2.3; rlscale.fit.pooled)"
 BINNED = "40 evals in the window, fitted as the means of 20 groups of consecutive evals (rlscale.fit.binning)"
@@ -65,3 +74,24 @@ def test_the_loo_caption_is_filled_from_its_rows():
     assert "no run's A is identified, so no B at a fixed A" in none and "the base has no B at the fixed A" in none
     for text in (caption, none):
         assert " - " not in text and "+--" not in text and not text.rstrip().endswith("-")
+
+
+def test_a_figure_that_cannot_be_drawn_says_why(tmp_path):
+    root = tmp_path / "results"
+    fits = write_results(root, synthetic_plan(n_runs=6, n_sweeps=1, n_loo_sweeps=1, edge_cases=False), n_train=5)
+    fits.comparison = [replace(c, A_fixed=None, B_fixed=None) if c.kind == "loo" else c for c in fits.comparison]
+    report = load_report(root, fits)
+    assert figure7_missing(report.sweeps[0]) == "no run's A is identified, so there is no common A to refit B at"
+    html = write_report(report, html=tmp_path / "report.html").html.read_text()
+    assert html.count('data-missing="loo"') == 1
+    assert "No Figure 7 style plot of loo-0: no run&#39;s A is identified" in html
+
+
+def test_panel_titles_of_pale_run_colours_are_darkened_to_readable_text():
+    colors = run_colors(20)  # tab20: every second colour is a pale shade
+    darkened = [text_color(color) for color in colors]
+    for color in darkened:
+        rgb = np.array(to_rgb(color))
+        linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+        assert 1.05 / (linear @ [0.2126, 0.7152, 0.0722] + 0.05) >= 4.5, color
+    assert darkened[0] == colors[0] and darkened[1] != colors[1]  # a dark colour is kept, a pale one darkened
