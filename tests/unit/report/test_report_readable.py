@@ -1,6 +1,7 @@
 """What the report writes in words: a ranking row's note in at most three lines, one short reason per seed
 said once, no module names; the LOO caption and the summary filled from the data (the fixed A, the band on
-dB, the eval SE), or saying in words why a value is missing."""
+dB, the eval SE), or saying in words why a value is missing; a figure that cannot be drawn says why; panel
+titles in a run's colour readable on white."""
 from __future__ import annotations
 
 from dataclasses import replace
