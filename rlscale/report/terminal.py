@@ -28,7 +28,7 @@ def print_summary(report: ReportData, console: Console) -> None:
                        f"method={s.method}, margin on A={s.margin}")))
     overview = WrappingTable(title="Sweeps", title_justify="left")
     for column in ("sweep", "runs", "states", "fits ok", "A not identified", "highest A", "highest B",
-                   "truncation > 10 %", "eval SE"):
+                   "truncation rising", "eval SE"):
         overview.add_column(column)
     summaries = summarize(report)
     for sm in summaries:
