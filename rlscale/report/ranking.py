@@ -89,11 +89,6 @@ def notes(variant: VariantView) -> List[Note]:
     return out[:MAX_NOTE_LINES]
 
 
-def note_text(variant: VariantView) -> str:
-    """The notes as one line (the terminal's column)."""
-    return "; ".join(note.text for note in notes(variant))
-
-
 def seed_reason(run: RunView) -> Optional[Note]:
     """The one thing a seed's fit says first, in short: no usable fit, A not identified, a curve that is not a
     sigmoid, else its first note; None when the fit has nothing to say."""

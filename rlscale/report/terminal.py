@@ -15,7 +15,7 @@ from rlscale.fit.table import loo_caption
 from rlscale.report.extrapolation import ExtrapolationCheck, extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.content import UNFINISHED_STATES, ReportData, SweepView
-from rlscale.report.ranking import by_seed, note_text, rank_text
+from rlscale.report.ranking import by_seed, notes, rank_text
 from rlscale.report.summary import summarize
 from rlscale.runfolder.names import printable
 from rlscale.tables import WrappingTable
@@ -61,7 +61,8 @@ def _ranking_table(sweep: SweepView) -> Table:
         states = " ".join(f"{k}={n}" if len(v.runs) > 1 else k for k, n in v.states.items())
         numbers = ((num(v.mean("A")), by_seed(v, "A"), num(v.mean("B"), 2), num(v.mean("C_mid"), 0))
                    if v.fitted else ("-", "", "-", "-"))
-        table.add_row(*map(_text, (rank_text(v.row), v.variant, states, *numbers, note_text(v))))
+        note = Text("\n").join(_text(line.text) for line in notes(v))  # one note to a line
+        table.add_row(*map(_text, (rank_text(v.row), v.variant, states, *numbers)), note)
     return table
 
 
