@@ -1,6 +1,7 @@
 """Headless Chromium (Debian's ``chromium``) driven over the DevTools protocol on a pipe
 (``--remote-debugging-pipe``: no port and no extra package), for the report's browser test and its
-screenshots: open a page in a new tab, evaluate an expression in it, capture it as an image."""
+screenshots: open a page in a new tab, evaluate an expression in it, capture it as an image; and what a
+reader of the report sees of its readability (READABILITY, readability_problems)."""
 from __future__ import annotations
 
 import base64
@@ -10,12 +11,45 @@ import select
 import subprocess
 import time
 from pathlib import Path
+import re
 from typing import List, Optional
+
+from rlscale.report.ranking import MAX_NOTE_LINES
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--remote-debugging-pipe", "--hide-scrollbars"]
+
+# Fields of a JavaScript object literal, evaluated in a report page: its navigation and sections, the
+# rendered lines and text of each ranking note, the captions, the summary's cells, the figures not drawn.
+READABILITY = """
+  nav: [...document.querySelectorAll("nav a")].map(a => a.getAttribute("href")),
+  sections: [...document.querySelectorAll("main > section")].map(s => s.id),
+  noteLines: [...document.querySelectorAll("table[data-table=ranking] td.notes")].map(td =>
+    [...td.querySelectorAll(".note-line")].reduce((n, line) =>
+      n + Math.round(line.getBoundingClientRect().height / parseFloat(getComputedStyle(line).lineHeight)), 0)),
+  notes: [...document.querySelectorAll("table[data-table=ranking] td.notes")].map(td => td.innerText),
+  captions: [...document.querySelectorAll("p.note, p.flag, p.summary, h3, h4")].map(e => e.innerText),
+  summary: [...document.querySelectorAll("table[data-table=summary] td")].map(td => td.innerText.trim()),
+  missing: [...document.querySelectorAll("[data-missing]")].map(e => e.dataset.missing + ": " + e.innerText),
+"""
+# What a value left unfilled looks like: a lone dash ("runs -;"), "+--", a Python None/nan, a template brace.
+PLACEHOLDER = re.compile(r"(^|\s)[-\u2014](;|,|$)|\+--|\bNone\b|\bnan\b|undefined|\{\{")
+
+
+def readability_problems(page: dict) -> List[str]:
+    """What READABILITY's answer shows wrong: a section without a link, a placeholder in a caption or the
+    summary, a ranking note over MAX_NOTE_LINES rendered lines or naming a module, a figure left out without
+    a reason; [] when none."""
+    problems = []
+    if sorted(page["nav"]) != sorted(f"#{section}" for section in page["sections"]):
+        problems.append(f"navigation {page['nav']} does not link every section {page['sections']}")
+    problems += [f"placeholder: {text!r}" for text in page["captions"] + page["summary"] if PLACEHOLDER.search(text)]
+    problems += [f"a note of {n} lines" for n in page["noteLines"] if n > MAX_NOTE_LINES]
+    problems += [f"a note names a module: {note!r}" for note in page["notes"] if "rlscale." in note]
+    problems += [f"a figure left out without a reason: {m!r}" for m in page["missing"] if ": No " not in m]
+    return problems
 
 
 class Chromium:

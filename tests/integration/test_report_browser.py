@@ -7,7 +7,6 @@ summary, and ranking notes of at most three rendered lines per row.
 from __future__ import annotations
 
 import json
-import re
 from typing import Dict
 
 import pytest
@@ -17,7 +16,7 @@ from typer.testing import CliRunner
 from rlscale.cli.plan import plan_command
 from rlscale.cli.report import report_command
 from rlscale.report.ranking import MAX_NOTE_LINES
-from rlscale.testing.chromium import CHROMIUM, Chromium
+from rlscale.testing.chromium import CHROMIUM, PLACEHOLDER, READABILITY, Chromium, readability_problems
 from rlscale.testing.results_tree import BUDGET, TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
 
 pytestmark = [pytest.mark.browser,
@@ -34,15 +33,7 @@ PAGE_CHECKS = """JSON.stringify({
   text: document.body.innerText,
   configs: [...document.querySelectorAll("pre.config")].map(p => p.textContent),
   resources: performance.getEntriesByType("resource").map(e => e.name),
-  nav: [...document.querySelectorAll("nav a")].map(a => a.getAttribute("href")),
-  sections: [...document.querySelectorAll("main > section")].map(s => s.id),
-  noteLines: [...document.querySelectorAll("table[data-table=ranking] td.notes")].map(td =>
-    [...td.querySelectorAll(".note-line")].reduce((n, line) =>
-      n + Math.round(line.getBoundingClientRect().height / parseFloat(getComputedStyle(line).lineHeight)), 0)),
-  notes: [...document.querySelectorAll("table[data-table=ranking] td.notes")].map(td => td.innerText),
-  captions: [...document.querySelectorAll("p.note, p.flag, p.summary, h3, h4")].map(e => e.innerText),
-  summary: [...document.querySelectorAll("table[data-table=summary] td")].map(td => td.innerText.trim()),
-  missing: [...document.querySelectorAll("[data-missing]")].map(e => e.dataset.missing + ": " + e.innerText),
+  """ + READABILITY + """
 })"""
 
 
@@ -128,10 +119,6 @@ def test_every_section_has_a_link(rendered):
     assert sorted(page["nav"]) == sorted(f"#{section}" for section in page["sections"])
 
 
-# What a value left unfilled looks like: a lone dash ("runs -;"), "+--", a Python None/nan, a template brace.
-PLACEHOLDER = re.compile(r"(^|\s)[-\u2014](;|,|$)|\+--|\bNone\b|\bnan\b|undefined|\{\{")
-
-
 def test_no_caption_or_summary_cell_is_a_placeholder(rendered):
     _, page, _ = rendered
     assert page["captions"] and page["summary"]
@@ -150,3 +137,8 @@ def test_ranking_notes_take_at_most_three_lines(rendered):
 def test_a_figure_not_drawn_says_why(rendered):
     _, page, _ = rendered
     assert all(": No " in text and len(text) > 20 for text in page["missing"]), page["missing"]
+
+
+def test_the_screenshot_checks_pass(rendered):
+    _, page, _ = rendered
+    assert readability_problems(page) == []
