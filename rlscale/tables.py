@@ -26,6 +26,7 @@ class WrappingTable(Table):
     def fitted_widths(self, console: Console, options: ConsoleOptions) -> Optional[List[int]]:
         """Each column's content width (padding excluded) so the table fits; None when it fits as it is.
         Headers wrap first (down to the widest cell), then the widest cells."""
+        # borders and padding as rich counts them (its private helpers: the width it will draw)
         room = options.max_width - self._extra_width - sum(self._get_padding_width(c._index) for c in self.columns)
         wide = options.update_width(10 ** 4)
         highs, cell_highs, lows = [], [], []
