@@ -5,8 +5,8 @@ in a caption or the summary, ranking notes of at most three lines per row.
 
     python scripts/report-screenshots.py docs/examples/smollm2-loo docs/images
 
-RESULTS (a results folder) gets its report written to a temporary copy of the same name (``rlscale report --html``, fitting
-it first if its fits.json is older than its runs), so the folder itself is left as it is. Writes
+RESULTS (a results folder) gets its report written to a temporary copy of the same name (``rlscale report
+--html``, fitting it first if its fits.json is older than its runs), so the folder itself is left as it is. Writes
 OUT/report-summary.png and OUT/report-ranking.png (PNG of 256 colours, 1400 CSS pixels wide, at most 760
 high).
 """

@@ -202,8 +202,8 @@ def diagnostics_figure(sweep: SweepView, settings: FitSettings, colors: List[str
                     ax.plot(*thin(series.x, series.y), color=color, linestyle=style, linewidth=0.9)
         if metrics[0] == "truncation_rate":
             ax.axhline(TRUNCATION_FLAG, color=BAD, linestyle="--", linewidth=0.9)
-            ax.text(0.02, TRUNCATION_FLAG, f"paper's instability level {TRUNCATION_FLAG:.0%}", color=BAD, fontsize=6.5, va="bottom",
-                    transform=ax.get_yaxis_transform())
+            ax.text(0.02, TRUNCATION_FLAG, f"paper's instability level {TRUNCATION_FLAG:.0%}", color=BAD,
+                    fontsize=6.5, va="bottom", transform=ax.get_yaxis_transform())
         ax.set_title(title)
     finish(figure, axes, logx, used=len(panels), xlabel=unit(settings.x))
     return figure

@@ -62,6 +62,7 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
         report=report, summaries=summarize(report), extrapolation=extrapolation_check(report), images=uris,
         colors=colors, logx=logx,
         generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        truncation_flag=TRUNCATION_FLAG, diagnostics=DIAGNOSTICS, unfinished=UNFINISHED_STATES, extrapolation_limit=EXTRAPOLATION_LIMIT,
+        truncation_flag=TRUNCATION_FLAG, diagnostics=DIAGNOSTICS, unfinished=UNFINISHED_STATES,
+        extrapolation_limit=EXTRAPOLATION_LIMIT,
         cutoffs=sorted({r.fit.cutoff for r in report.runs if r.fit is not None and r.fit.cutoff is not None}))
 

@@ -66,26 +66,27 @@ def points_text(variant: VariantView) -> str:
 
 
 def notes(variant: VariantView) -> List[Note]:
-    """At most MAX_NOTE_LINES lines: the rank row's differences and the fitter's note (the row's other fields
-    in the first line's detail), and one short reason per seed whose fit has something to say, seeds with the same reason on one
-    line ("s0, s1: A not identified: ..."); each seed's full messages are the last line's detail."""
+    """At most MAX_NOTE_LINES lines: the rank row's differences, the fitter's note (the row's other fields in
+    the first line's detail), and one short reason per seed whose fit has something to say, seeds that share
+    a reason on one line ("s1: A not identified: ...", no seed named when all share it); every seed's full
+    messages are that line's detail."""
     row = variant.row
     out = [Note(text) for text in (_differences(row), row.note if row is not None else "") if text]
     if details(row):
         out = [replace(out[0], detail=details(row))] + out[1:] if out else [Note(details(row))]
-    by_reason: Dict[str, List[RunView]] = {}
+    by_reason: Dict[Note, List[RunView]] = {}
     for run in variant.runs:
         reason = seed_reason(run)
         if reason is not None:
-            by_reason.setdefault(reason.text, []).append(run)
+            by_reason.setdefault(reason, []).append(run)
     if by_reason:
         several = len(variant.runs) > 1
         parts = [(f"{', '.join(run.seed_label or run.name for run in runs)}: "
-                  if several and len(runs) < len(variant.runs) else "") + text for text, runs in by_reason.items()]
+                  if several and len(runs) < len(variant.runs) else "") + reason.text
+                 for reason, runs in by_reason.items()]
         full = "; ".join(f"{run.seed_label or run.name}: {message}" if several else message
                          for run in variant.runs if (message := _full_message(run)))
-        flagged = any(seed_reason(run).flag for runs in by_reason.values() for run in runs)
-        out.append(Note("; ".join(parts), flagged, full))
+        out.append(Note("; ".join(parts), any(reason.flag for reason in by_reason), full))
     return out[:MAX_NOTE_LINES]
 
 
