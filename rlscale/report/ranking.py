@@ -106,7 +106,7 @@ def seed_reason(run: RunView) -> Optional[Note]:
 def plain(text: str) -> str:
     """A fit message without the module it names ("...pooled level (x2.3; rlscale.fit.pooled)" -> "...pooled
     level")."""
-    return _MODULE_AT_END.sub("", text).strip()
+    return _MODULE_AT_END.sub("", text or "").strip()
 
 
 def _full_message(run: RunView) -> str:

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.results import EvalNoise
 from rlscale.report.content import ReportData, RunView, SweepView
+from rlscale.runfolder.metrics import is_finite_number
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def _summarize(sweep: SweepView, margin: float) -> SweepSummary:
         n_truncation_flagged=sum(run.truncation_flagged for run in sweep.runs),
         n_unidentified=len(fitted) - len(identified),
         noise=eval_noise([run.fit for run in fitted], sweep.name, margin),
-        eval_se=_median([run.fit.eval_se for run in fitted if run.fit.eval_se is not None]),
+        eval_se=_median([run.fit.eval_se for run in fitted if is_finite_number(run.fit.eval_se)]),
     )
 
 

@@ -60,7 +60,8 @@ def test_the_summary_shows_the_eval_se_when_no_a_is_identified():
     summary = summarize(report)[0]
     assert summary.noise is None and summary.eval_se_text == "0.0300"
     assert summary.best_A is None and summary.no_best_A == "no A identified"
-    unlogged = summarize(ReportData(None, FitSettings(), [SweepView("s", [_run(0, eval_se=None)], [], [])]))[0]
+    unlogged = summarize(ReportData(None, FitSettings(), [SweepView("s", [_run(0, eval_se=None),
+                                                                          _run(1, eval_se=float("nan"))], [], [])]))[0]
     assert unlogged.eval_se_text == "not logged"
 
 
