@@ -192,8 +192,9 @@ class TrainerConfig:
     eval_samples: int = knob(1, "samples per held-out prompt in an eval (paper: 16)", "Sec. 2", gt=0)
     eval_samples_logged: int = knob(4, "completions of each eval written to the run's samples.jsonl (0 = none)", ge=0)
     checkpoint_every: int = knob(10, "steps between checkpoints", gt=0)
-    truncation_warn: float = knob(0.10, "warn when the truncation rate of a batch exceeds this (the paper saw "
-                                  "10-15 % destabilize runs)", "Sec. 3.2", ge=0, le=1)
+    truncation_warn: float = knob(0.10, "warn when the truncation rate rises back above this: its mean over the "
+                                  "last 20 steps, after the run had held it 5 points or more below (the paper saw "
+                                  "10-15 % destabilize runs; rlscale.runfolder.truncation)", "Sec. 3.2", ge=0, le=1)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from rlscale.fit.forecast import best_text, summarize
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.results import ComparisonRow, FitResults, FitSettings, RunFit, axis_label
 from rlscale.runfolder.names import printable, shown
+from rlscale.tables import WrappingTable
 
 _STATUS_STYLE = {"ok": "green", "repaired": "green", "flat": "yellow", "too_few_points": "yellow", "diverging": "yellow"}
 
@@ -76,7 +77,7 @@ def _runs_table(results: FitResults) -> Table:
     s = results.settings
     extrap = s.fit_until is not None or s.fit_until_frac is not None
     ok = sum(r.fitted for r in results.runs)
-    table = Table(title=f"Eq. 1 fits: {ok} of {len(results.runs)} runs ok")
+    table = WrappingTable(title=f"Eq. 1 fits: {ok} of {len(results.runs)} runs ok")
     se = any(r.eval_se is not None for r in results.runs)
     columns: List[str] = ["run", "n", "cutoff", "R0", f"A [{s.ci_level:.0%} CI] +-{s.margin:g}", "A id", "B [CI]",
                           "C_mid", "R2"] + ["eval SE"] * se
@@ -102,7 +103,7 @@ def _runs_table(results: FitResults) -> Table:
 
 def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -> Table:
     s: FitSettings = results.settings
-    table = Table(title=f"{shown(sweep or 'runs')}: ranked by A in tiers (a new tier where dA is beyond "
+    table = WrappingTable(title=f"{shown(sweep or 'runs')}: ranked by A in tiers (a new tier where dA is beyond "
                         f"+-{s.margin:g} and resolved), then by B at the tier's mean A; '=' marks ties")
     for col in ("#", "variant", "A (seed sd)", "dA [CI]", "B (seed sd)", "dB [CI] at fixed A", "interval", "note"):
         table.add_column(col, justify="left" if col in ("variant", "note", "interval") else "right")
@@ -118,14 +119,7 @@ def _ranking_table(sweep: str, rows: List[ComparisonRow], results: FitResults) -
 
 
 def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
-    a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
-    band = next((c.margin_B for c in rows if c.margin_B is not None), None)
-    fixed = (f"B refit with A fixed at the mean of identified runs {a_fixed:.3f}" if a_fixed is not None else
-             "no run's A is identified, so no B at a fixed A")
-    band_text = f"+-{band:.2f} ({s.margin_b:.0%} of the base's B)" if band is not None else f"{s.margin_b:.0%} of the base's B"
-    table = Table(title=f"{shown(sweep)}: leave-one-out, {fixed}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and "
-                        "the free fits' B), each with an interval excluding 0 at the level the table's family leaves "
-                        f"it (below); within margin: dA inside +-{s.margin:g} and dB inside {band_text}")
+    table = WrappingTable(title=f"{shown(sweep)}: leave-one-out, {loo_caption(rows, s)}")
     for col in ("variant", "axis", "A", "dA [CI]", "B@A", "dB [CI]", "interval", "p alone/adj", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "dA [CI]", "B@A", "dB [CI]", "p alone/adj") else "left")
     for c in rows:
@@ -134,6 +128,20 @@ def _loo_table(sweep: str, rows: List[ComparisonRow], s: FitSettings) -> Table:
                       _f(c.B_fixed, ".2f"), _ci(c.dB, c.dB_lo, c.dB_hi, "+.2f"), c.interval_source, p,
                       shown(c.verdict_text or c.note))
     return table
+
+
+def loo_caption(rows: List[ComparisonRow], s: FitSettings) -> str:
+    """What a LOO table's verdicts rest on, from its rows: the fixed A (or why there is none), the ceiling and
+    efficiency rules and the margins, with the band on dB as a number when the base has a B."""
+    a_fixed = next((c.A_fixed for c in rows if c.A_fixed is not None), None)
+    band = next((c.margin_B for c in rows if c.margin_B is not None), None)
+    fixed = (f"B refit with A fixed at {a_fixed:.3f}, the mean of the identified runs" if a_fixed is not None else
+             "no run's A is identified, so no B at a fixed A")
+    band_text = (f"+-{band:.2f} ({s.margin_b:.0%} of the base's B)" if band is not None else
+                 f"{s.margin_b:.0%} of the base's B (no band: the base has no B at the fixed A)")
+    return (f"{fixed}; ceiling: |dA| > {s.margin:g}, efficiency: dB (and the free fits' B), each with an interval "
+            "excluding 0 at the level the table's family leaves it (below); within margin: dA inside "
+            f"+-{s.margin:g} and dB inside {band_text}")
 
 
 def _misfit_stats(r: RunFit) -> str:
@@ -151,7 +159,7 @@ def _extrapolation_table(runs: List[RunFit], results: FitResults) -> Table:
     """The runs checked beyond fit_until: the sigmoid's prediction of the held-out mean with its prediction
     interval, the observation, each method's |error| and the best (rlscale.fit.forecast)."""
     level = results.settings.ci_level
-    table = Table(title=f"Extrapolation: mean of the last evals beyond fit_until, sigmoid with its {level:.0%} "
+    table = WrappingTable(title=f"Extrapolation: mean of the last evals beyond fit_until, sigmoid with its {level:.0%} "
                         "prediction interval (PI); carry-forward: the mean of the last 3 fitted evals")
     for col in ("run", f"sigmoid [{level:.0%} PI]", "observed", "|err| sigmoid", "|err| carry-forward",
                 "|err| power law", "best"):

@@ -11,6 +11,7 @@ from rich.text import Text
 from rlscale.fit.results import axis_label
 from rlscale.plan.view import compute
 from rlscale.runfolder.names import printable_tree
+from rlscale.tables import WrappingTable
 
 
 def _num(value) -> str:
@@ -58,7 +59,7 @@ def confirm_view(check: dict) -> List[Union[Text, Table]]:
     level = f"{100 * check['ci_level']:.0f} %"
     out: List[Union[Text, Table]] = []
     for sweep in check["sweeps"]:
-        table = Table(title=Text(confirm_title(sweep)))
+        table = WrappingTable(title=Text(confirm_title(sweep)))
         for col in ("tier", "variant", "predicted", f"{level} prediction", "observed", "runs", "verdict",
                     "tier held", "note"):
             table.add_column(col)
@@ -69,7 +70,7 @@ def confirm_view(check: dict) -> List[Union[Text, Table]]:
         if sweep["pairs"]:
             tested = sum(p["p_value"] is not None for p in sweep["pairs"])
             family = f"{tested} pair{'' if tested == 1 else 's'} tested, at {100 * (1 - check['ci_level']):.0f} %"
-            pairs = Table(title=Text(f"{sweep['sweep']}: pairs in plan order (Holm over {family})"))
+            pairs = WrappingTable(title=Text(f"{sweep['sweep']}: pairs in plan order (Holm over {family})"))
             for col in ("pair", "observed difference", "order", "test", "verdict"):
                 pairs.add_column(col)
             for p in sweep["pairs"]:

@@ -11,6 +11,7 @@ from rich.text import Text
 from rlscale.fit.results import axis_label
 from rlscale.plan.planner import Crossings, Crossover, crossings
 from rlscale.runfolder.names import printable_tree
+from rlscale.tables import WrappingTable
 
 
 def _interval(lo, hi) -> str:
@@ -93,7 +94,7 @@ def new_seeds_text(variant: dict) -> str:
 
 
 def _table(sweep: dict, ci_level: float) -> Table:
-    table = Table(title=Text(title(sweep)))
+    table = WrappingTable(title=Text(title(sweep)))
     header = new_seeds_header(sweep, ci_level)
     extra = [header] if header else []
     for col in ("tier", "variant", "predicted", f"{100 * ci_level:.0f} % interval", "seeds", *extra,

@@ -26,12 +26,14 @@ from rlscale.runfolder import RunDir, find_runs, read_metrics, read_status
 from rlscale.runfolder.discover import read_sweep_json
 from rlscale.runfolder.metrics import is_finite_number
 from rlscale.runfolder.names import printable, printable_tree
+from rlscale.runfolder.truncation import LEVEL as TRUNCATION_LEVEL, first_signal
 
 # Train-line diagnostics plotted over compute (docs/results-contract.md; names fixed by the trainer).
 DIAGNOSTICS = ("truncation_rate", "entropy", "kept_prompt_fraction", "lag_mean", "lag_max",
                "samples_per_s", "tokens_per_s")
-# Section 2 of the paper: a truncation rate of 10-15 % destabilizes training (ScaleRL keeps it < 5 %).
-TRUNCATION_FLAG = 0.10
+# Section 2 of the paper: a truncation rate of 10-15 % destabilizes training (ScaleRL keeps it < 5 %); a run is
+# flagged when its rate rises back above it (rlscale.runfolder.truncation).
+TRUNCATION_FLAG = TRUNCATION_LEVEL
 # A line at step 0 comes before any update (the untrained model): the diagnostics, and so the truncation
 # flag, read the train lines after it.
 UNTRAINED_STEP = 0
@@ -105,9 +107,9 @@ class RunView:
 
     @property
     def truncation_flagged(self) -> bool:
-        """The peak truncation rate of training passes the paper's 10 % line (Section 2)."""
-        worst = self.peak("truncation_rate")
-        return worst is not None and worst > TRUNCATION_FLAG
+        """The truncation rate of training rose back above the paper's 10 % (its mean over 20 steps, after the
+        run had held it lower: rlscale.runfolder.truncation)."""
+        return first_signal(self.train.get("truncation_rate", Series()).y, TRUNCATION_FLAG) is not None
 
     @property
     def seed_label(self) -> str:

@@ -77,6 +77,20 @@ def figure7(sweep: SweepView, x: str) -> Optional[Figure7]:
     return Figure7(rows[0].A_fixed, clouds, scale, x, ylim, hidden)
 
 
+def figure7_missing(sweep: SweepView) -> str:
+    """Why a LOO sweep has no Figure 7, in words ("" when it has one)."""
+    if not sweep.loo:
+        return "the sweep has no leave-one-out table"
+    if not any(row.A_fixed is not None for row in sweep.loo):
+        return "no run's A is identified, so there is no common A to refit B at"
+    if not any(row.A_fixed is not None and row.B_fixed is not None for row in sweep.loo):
+        return "no variant has a B refit at the fixed A"
+    if figure7(sweep, "step") is None:
+        return ("no eval lies strictly between R0 and the fixed A, where F(R_C) is defined, or no variant has a "
+                "C_mid")
+    return ""
+
+
 def compute_scale(xs: List[float]) -> float:
     """1 while the largest compute is below SCALE_FROM, else the power of ten at or below it."""
     top = max(xs, default=0.0)

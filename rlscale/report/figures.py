@@ -21,7 +21,8 @@ from rlscale.fit.results import FitSettings
 from rlscale.report.figure7 import Y_LABEL, figure7
 from rlscale.report.content import TRUNCATION_FLAG, ReportData, RunView, SweepView
 from rlscale.report.plotting import (BAD, MARGINS, finish, fitted_curve, legend_text, panel_figure,
-                                     points, power_law_curve, run_colors, set_scales, shorten, thin, unit)
+                                     points, power_law_curve, run_colors, set_scales, shorten, text_color, thin,
+                                     unit)
 
 # (title, train metrics drawn in the panel: the first solid, a second one dotted in the same colour)
 _DIAGNOSTIC_PANELS = (("truncation rate", ("truncation_rate",)), ("entropy", ("entropy",)),
@@ -123,7 +124,7 @@ class RunPanels:
             yield NamedFigure(sweep.name, f"runs-{page + 1}" if page else "runs", self.figure, keep)
 
     def _panel(self, ax, run: RunView, color: str) -> None:
-        ax.set_title(shorten(run.name, 34), color=color, parse_math=False)
+        ax.set_title(shorten(run.name, 34), color=text_color(color), parse_math=False)
         points(ax, run, color, self.logx, size=7, window=True)
         fit = run.fit
         if run.fit_ok:
@@ -201,8 +202,8 @@ def diagnostics_figure(sweep: SweepView, settings: FitSettings, colors: List[str
                     ax.plot(*thin(series.x, series.y), color=color, linestyle=style, linewidth=0.9)
         if metrics[0] == "truncation_rate":
             ax.axhline(TRUNCATION_FLAG, color=BAD, linestyle="--", linewidth=0.9)
-            ax.text(0.02, TRUNCATION_FLAG, "instability 10 %", color=BAD, fontsize=6.5, va="bottom",
-                    transform=ax.get_yaxis_transform())
+            ax.text(0.02, TRUNCATION_FLAG, f"paper's instability level {TRUNCATION_FLAG:.0%}", color=BAD,
+                    fontsize=6.5, va="bottom", transform=ax.get_yaxis_transform())
         ax.set_title(title)
     finish(figure, axes, logx, used=len(panels), xlabel=unit(settings.x))
     return figure

@@ -18,12 +18,14 @@ import markupsafe
 
 from rlscale.fit.compare import table_family
 from rlscale.fit.results import axis_label
+from rlscale.fit.table import loo_caption
 from rlscale.plan.confirm_view import confirm_title, difference_text, holm_text, pair_text, runs_text
 from rlscale.plan.planner import EXTRAPOLATION_LIMIT
 from rlscale.plan.view import new_seeds_header, new_seeds_text, notes as plan_notes, title as plan_title
 from rlscale.report.extrapolation import extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
-from rlscale.report.content import TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
+from rlscale.report.content import DIAGNOSTICS, TRUNCATION_FLAG, UNFINISHED_STATES, ReportData
+from rlscale.report.figure7 import figure7_missing
 from rlscale.report.ranking import by_seed, details, notes, p_text, points_text, rank_text
 from rlscale.report.summary import summarize
 from rlscale.runfolder.names import printable
@@ -53,12 +55,14 @@ def render_page(report: ReportData, images: Images, colors: Dict[str, str], logx
                        plan_notes=plan_notes, plan_title=plan_title, new_seeds_header=new_seeds_header,
                        new_seeds_text=new_seeds_text, confirm_title=confirm_title, difference_text=difference_text,
                        holm_text=holm_text, pair_text=pair_text, runs_text=runs_text, p_text=p_text,
-                       table_family=table_family)
+                       table_family=table_family, loo_caption=loo_caption,
+                       figure7_missing=figure7_missing)
     uris = {key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in images.items()}
     return env.get_template("report.html.j2").render(
         report=report, summaries=summarize(report), extrapolation=extrapolation_check(report), images=uris,
         colors=colors, logx=logx,
         generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        truncation_flag=TRUNCATION_FLAG, unfinished=UNFINISHED_STATES, extrapolation_limit=EXTRAPOLATION_LIMIT,
+        truncation_flag=TRUNCATION_FLAG, diagnostics=DIAGNOSTICS, unfinished=UNFINISHED_STATES,
+        extrapolation_limit=EXTRAPOLATION_LIMIT,
         cutoffs=sorted({r.fit.cutoff for r in report.runs if r.fit is not None and r.fit.cutoff is not None}))
 

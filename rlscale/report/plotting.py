@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 from matplotlib import colormaps  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.colors import to_hex  # noqa: E402
+from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
@@ -32,6 +32,7 @@ STYLE = {"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fonts
          "axes.titley": 1.0, "axes.titlepad": 4.0}
 # Margins of every figure, in inches: left, right, bottom, top.
 MARGINS = (0.75, 0.15, 0.5, 0.3)
+TEXT_CONTRAST = 4.5  # WCAG AA contrast of text on white: pale colours (tab20's second shades) are darkened
 _PLAIN = FuncFormatter(lambda value, _: f"{value:g}")
 
 
@@ -43,6 +44,22 @@ def run_colors(n: int) -> List[str]:
         return [to_hex(c) for c in colormaps["tab20"].colors[:n]]
     cmap = colormaps["viridis"]
     return [to_hex(cmap(i / max(n - 1, 1))) for i in range(n)]
+
+
+def text_color(color: str) -> str:
+    """``color`` darkened (towards black, keeping its hue) until text in it has TEXT_CONTRAST on white."""
+    rgb = np.array(to_rgb(color))
+    for _ in range(20):
+        if (1.05 / (_luminance(rgb) + 0.05)) >= TEXT_CONTRAST:
+            break
+        rgb = rgb * 0.9
+    return to_hex(rgb)
+
+
+def _luminance(rgb: np.ndarray) -> float:
+    """WCAG relative luminance of an sRGB colour."""
+    linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
 
 
 def render(figure: Figure, fmt: str = "png", dpi: int = 100, keep_top: Optional[float] = None) -> bytes:

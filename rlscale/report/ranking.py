@@ -8,7 +8,8 @@ difference): ``details`` lists those fields by name, so a rank or LOO row shows 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, fields, replace
 from typing import Dict, List, Optional
 
 from rlscale.fit.family import rule_name
@@ -23,12 +24,20 @@ SHOWN = frozenset({"kind", "sweep", "variant", "rank", "tie", "axis", "A", "B", 
                    "needs", "note", "p_value", "p_adjusted", "family_size", "correction"})
 
 
+MAX_NOTE_LINES = 3  # a row's note: the differences, the fitter's reason for the rank, what the seeds' fits say
+
+# A module named in parentheses ("(x2.3; rlscale.fit.pooled)", "(rlscale.fit.binning)"): the run record keeps it.
+_MODULE_AT_END = re.compile(r"\s*\((?:[^()]*;\s*)?rlscale\.[a-z_.]+\)")
+
+
 @dataclass(frozen=True)
 class Note:
-    """One part of a row's note; ``flag``: shown as a warning (A not identified, a seed without a fit)."""
+    """One line of a row's note; ``flag``: shown as a warning (A not identified, a seed without a fit);
+    ``detail``: the full text behind it (the page's tooltip)."""
 
     text: str
     flag: bool = False
+    detail: str = ""
 
 
 def rank_text(row: Optional[ComparisonRow]) -> str:
@@ -57,25 +66,57 @@ def points_text(variant: VariantView) -> str:
 
 
 def notes(variant: VariantView) -> List[Note]:
-    """The rank row's differences and note, then what the seeds' fits say (one note per message, naming
-    its seeds when the variant has several)."""
+    """At most MAX_NOTE_LINES lines: the rank row's differences, the fitter's note (the row's other fields in
+    the first line's detail), and one short reason per seed whose fit has something to say, seeds that share
+    a reason on one line ("s1: A not identified: ...", no seed named when all share it); every seed's full
+    messages are that line's detail."""
     row = variant.row
-    out = [Note(text) for text in (_differences(row), row.note if row is not None else "", details(row)) if text]
-    seeds: Dict[Note, List[str]] = {}
+    out = [Note(text) for text in (_differences(row), row.note if row is not None else "") if text]
+    if details(row):
+        out = [replace(out[0], detail=details(row))] + out[1:] if out else [Note(details(row))]
+    by_reason: Dict[Note, List[RunView]] = {}
     for run in variant.runs:
-        for note in _fit_notes(run):
-            seeds.setdefault(note, []).append(run.seed_label)
-    several = len(variant.runs) > 1
-    for note, labels in seeds.items():
-        named = [label for label in labels if label]
-        prefix = f"{', '.join(named)}: " if several and named and len(labels) < len(variant.runs) else ""
-        out.append(Note(prefix + note.text, note.flag))
-    return out
+        reason = seed_reason(run)
+        if reason is not None:
+            by_reason.setdefault(reason, []).append(run)
+    if by_reason:
+        several = len(variant.runs) > 1
+        parts = [(f"{', '.join(run.seed_label or run.name for run in runs)}: "
+                  if several and len(runs) < len(variant.runs) else "") + reason.text
+                 for reason, runs in by_reason.items()]
+        full = "; ".join(f"{run.seed_label or run.name}: {message}" if several else message
+                         for run in variant.runs if (message := _full_message(run)))
+        out.append(Note("; ".join(parts), any(reason.flag for reason in by_reason), full))
+    return out[:MAX_NOTE_LINES]
 
 
-def note_text(variant: VariantView) -> str:
-    """The notes as one line (the terminal's column)."""
-    return "; ".join(note.text for note in notes(variant))
+def seed_reason(run: RunView) -> Optional[Note]:
+    """The one thing a seed's fit says first, in short: no usable fit, A not identified, a curve that is not a
+    sigmoid, else its first note; None when the fit has nothing to say."""
+    if not run.fit_ok:
+        return Note(plain(run.fit_message).split("; ")[0], flag=True)
+    fit = run.fit
+    if fit.A_identified is False:
+        return Note(f"A not identified: {plain(fit.A_identified_reason)}", flag=True)
+    if fit.misfit:
+        return Note(f"not a sigmoid: {plain(fit.misfit)}", flag=True)
+    return Note(plain(fit.message).split("; ")[0]) if fit.message else None
+
+
+def plain(text: str) -> str:
+    """A fit message without the module it names ("...pooled level (x2.3; rlscale.fit.pooled)" -> "...pooled
+    level")."""
+    return _MODULE_AT_END.sub("", text or "").strip()
+
+
+def _full_message(run: RunView) -> str:
+    """Everything a seed's fit says, as the run record shows it."""
+    if not run.fit_ok:
+        return run.fit_message
+    fit = run.fit
+    parts = [f"A not identified: {fit.A_identified_reason}" if fit.A_identified is False else "", fit.misfit or "",
+             fit.message]
+    return "; ".join(part for part in parts if part)
 
 
 def details(row: Optional[ComparisonRow]) -> str:
@@ -108,12 +149,3 @@ def p_text(row: Optional[ComparisonRow]) -> str:
         return f", p {row.p_value:.2g}"
     return (f", p {row.p_value:.2g} alone, {row.p_adjusted:.2g} after {rule_name(row.correction)} over "
             f"{row.family_size}")
-
-
-def _fit_notes(run: RunView) -> List[Note]:
-    if not run.fit_ok:
-        return [Note(run.fit_message, flag=True)]
-    fit = run.fit
-    found = [Note(f"A not identified: {fit.A_identified_reason}", flag=True)] if fit.A_identified is False else []
-    found += [Note(fit.misfit, flag=True)] if fit.misfit else []
-    return found + ([Note(fit.message)] if fit.message else [])

@@ -1,5 +1,5 @@
 """The report's headline numbers per sweep: runs by state, fits that worked, best variant by A and by B,
-runs whose A is not identified, and the eval-noise flag.
+runs whose A is not identified, the median eval SE and the eval-noise flag.
 
 A (the asymptote) and B (the efficiency exponent) are Eq. 1's parameters (ScaleRL, arXiv 2510.13786);
 the paper compares recipes by A first, and by B when their A fall within the 0.02 margin (App. A.6).
@@ -8,6 +8,7 @@ the "highest A".
 """
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -15,6 +16,7 @@ from typing import Dict, List, Optional
 from rlscale.fit.noise import eval_noise
 from rlscale.fit.results import EvalNoise
 from rlscale.report.content import ReportData, RunView, SweepView
+from rlscale.runfolder.metrics import is_finite_number
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,19 @@ class SweepSummary:
     n_truncation_flagged: int
     n_unidentified: int = 0
     noise: Optional[EvalNoise] = None
+    eval_se: Optional[float] = None  # the median of the fitted runs' eval SE (``<y>_se`` in their eval lines)
+
+    @property
+    def eval_se_text(self) -> str:
+        """The median eval SE, or in words why there is none."""
+        if self.eval_se is not None:
+            return f"{self.eval_se:.4f}"
+        return "no fitted run" if not self.n_fit_ok else "not logged"
+
+    @property
+    def no_best_A(self) -> str:
+        """Why there is no highest A (no fitted run, or none whose A is identified)."""
+        return "no fitted run" if not self.n_fit_ok else "no A identified"
 
 
 def summarize(report: ReportData) -> List[SweepSummary]:
@@ -57,7 +72,12 @@ def _summarize(sweep: SweepView, margin: float) -> SweepSummary:
         n_truncation_flagged=sum(run.truncation_flagged for run in sweep.runs),
         n_unidentified=len(fitted) - len(identified),
         noise=eval_noise([run.fit for run in fitted], sweep.name, margin),
+        eval_se=_median([run.fit.eval_se for run in fitted if is_finite_number(run.fit.eval_se)]),
     )
+
+
+def _median(values: List[float]) -> Optional[float]:
+    return statistics.median(values) if values else None
 
 
 def _best(runs: List[RunView], parameter: str) -> Optional[Best]:

@@ -10,13 +10,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rlscale.fit.results import axis_label
+from rlscale.fit.results import FitSettings, axis_label
+from rlscale.fit.table import loo_caption
 from rlscale.report.extrapolation import ExtrapolationCheck, extrapolation_check
 from rlscale.report.formatting import ci, num, signed_ci
 from rlscale.report.content import UNFINISHED_STATES, ReportData, SweepView
-from rlscale.report.ranking import by_seed, note_text, rank_text
+from rlscale.report.ranking import by_seed, notes, rank_text
 from rlscale.report.summary import summarize
 from rlscale.runfolder.names import printable
+from rlscale.tables import WrappingTable
 
 
 def print_summary(report: ReportData, console: Console) -> None:
@@ -24,17 +26,17 @@ def print_summary(report: ReportData, console: Console) -> None:
     console.print(Text(printable(f"{report.results_dir}: {len(report.sweeps)} sweeps, {len(report.runs)} runs. "
                        f"Fit: x={axis_label(s.x)}, cutoff={s.cutoff_rule or '-'}, fit_until={num(s.fit_until, 0)}, "
                        f"method={s.method}, margin on A={s.margin}")))
-    overview = Table(title="Sweeps", title_justify="left")
+    overview = WrappingTable(title="Sweeps", title_justify="left")
     for column in ("sweep", "runs", "states", "fits ok", "A not identified", "highest A", "highest B",
-                   "truncation > 10 %", "eval SE"):
+                   "truncation rising", "eval SE"):
         overview.add_column(column)
     summaries = summarize(report)
     for sm in summaries:
         overview.add_row(*map(_text, (
             sm.name, str(sm.n_runs), " ".join(f"{k}={v}" for k, v in sm.states.items()), str(sm.n_fit_ok),
-            str(sm.n_unidentified), f"{sm.best_A.name} ({num(sm.best_A.value)})" if sm.best_A else "-",
-            f"{sm.best_B.name} ({num(sm.best_B.value, 2)})" if sm.best_B else "-",
-            str(sm.n_truncation_flagged), num(sm.noise.median_se, 4) if sm.noise else "-")))
+            str(sm.n_unidentified), f"{sm.best_A.name} ({num(sm.best_A.value)})" if sm.best_A else sm.no_best_A,
+            f"{sm.best_B.name} ({num(sm.best_B.value, 2)})" if sm.best_B else sm.no_best_A,
+            str(sm.n_truncation_flagged), sm.eval_se_text)))
     console.print(overview)
     for sm in summaries:
         if sm.noise is not None and sm.noise.flagged:
@@ -42,7 +44,7 @@ def print_summary(report: ReportData, console: Console) -> None:
     for sweep in report.sweeps:
         console.print(_ranking_table(sweep))
         if sweep.loo:
-            console.print(_loo_table(sweep))
+            console.print(_loo_table(sweep, s))
     _print_extrapolation(extrapolation_check(report), console)
     stopped = [run for run in report.runs if run.state in UNFINISHED_STATES]
     for run in stopped:
@@ -51,7 +53,7 @@ def print_summary(report: ReportData, console: Console) -> None:
 
 def _ranking_table(sweep: SweepView) -> Table:
     """One row per variant, its seeds folded (rlscale.report.ranking)."""
-    table = Table(title=Text(printable(f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A "
+    table = WrappingTable(title=Text(printable(f"{sweep.name}: ranking by A in tiers, then B at the tier's mean A "
                                        "('=': tie; A and B: seed means)")), title_justify="left")
     for column in ("rank", "variant", "state", "A", "by seed / CI", "B", "C_mid", "note"):
         table.add_column(column, justify="right" if column in ("rank", "A", "B", "C_mid") else "left")
@@ -59,12 +61,14 @@ def _ranking_table(sweep: SweepView) -> Table:
         states = " ".join(f"{k}={n}" if len(v.runs) > 1 else k for k, n in v.states.items())
         numbers = ((num(v.mean("A")), by_seed(v, "A"), num(v.mean("B"), 2), num(v.mean("C_mid"), 0))
                    if v.fitted else ("-", "", "-", "-"))
-        table.add_row(*map(_text, (rank_text(v.row), v.variant, states, *numbers, note_text(v))))
+        note = Text("\n").join(_text(line.text) for line in notes(v))  # one note to a line
+        table.add_row(*map(_text, (rank_text(v.row), v.variant, states, *numbers)), note)
     return table
 
 
-def _loo_table(sweep: SweepView) -> Table:
-    table = Table(title=Text(printable(f"{sweep.name}: leave-one-out (B at the sweep's fixed A)")), title_justify="left")
+def _loo_table(sweep: SweepView, settings: FitSettings) -> Table:
+    table = WrappingTable(title=Text(printable(f"{sweep.name}: leave-one-out, {loo_caption(sweep.loo, settings)}")),
+                          title_justify="left")
     for column in ("variant", "axis", "dA [CI]", "dB [CI]", "interval", "verdict"):
         table.add_column(column, justify="right" if column.startswith("d") else "left")
     for row in sweep.loo:
@@ -78,7 +82,7 @@ def _print_extrapolation(check: ExtrapolationCheck, console: Console) -> None:
     """The runs fitted up to fit_until against the mean of their last evals beyond it; nothing when the fits
     made no check."""
     if check.rows:
-        table = Table(title="Extrapolation check: fitted up to fit_until, against the mean of the last evals "
+        table = WrappingTable(title="Extrapolation check: fitted up to fit_until, against the mean of the last evals "
                             "beyond it", title_justify="left")
         several = len({row.sweep for row in check.rows}) > 1
         for column in ("sweep",) * several + ("run", "fit until", "evals", "observed", "predicted",

@@ -17,6 +17,7 @@ from dataclasses import replace
 from rlscale.engines.memory import GIB, USABLE_FRACTION, JobLayout, MemoryEstimate, ModelShape
 from rlscale.runfolder.names import shown
 from rlscale.sweep.resolve import ResolvedRun
+from rlscale.tables import WrappingTable
 
 PARTS = ("weights", "optimizer", "activations", "lm_head", "generator_weights", "kv_cache")
 
@@ -40,7 +41,7 @@ def memory_table(runs: Sequence[ResolvedRun], prompt_tokens: int) -> Table:
             layout = f"no estimate: {err}"
         names = rows.setdefault((shapes[key], layout, cfg.engine.activation_checkpointing == "auto"), [])
         names += [] if r.run.variant in names else [r.run.variant]
-    table = Table(title=f"memory per GPU, estimated (prompts of {prompt_tokens} tokens; rlscale.engines.memory)")
+    table = WrappingTable(title=f"memory per GPU, estimated (prompts of {prompt_tokens} tokens; rlscale.engines.memory)")
     for column in ("variants", "params", "trainer ranks", "sequence", "activation checkpointing",
                    "per trainer GPU (rank 0)", "per generator GPU", "generator rows"):
         table.add_column(column, overflow="fold")

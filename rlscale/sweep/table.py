@@ -13,13 +13,14 @@ from rich.table import Table
 from rlscale.runfolder.names import shown
 from rlscale.sweep.status import RunProgress
 from rlscale.sweep.resolve import ResolvedRun
+from rlscale.tables import WrappingTable
 
 STATE_STYLE = {"done": "green", "running": "cyan", "pending": "dim", "preempted": "yellow", "failed": "red",
                "diverged": "magenta", "lost": "red", "unknown": "red"}
 
 
 def variants_table(title: str, runs: Sequence[ResolvedRun], base: str) -> Table:
-    table = Table(title=title)
+    table = WrappingTable(title=title)
     for column in ("run", "variant", "axis", "seed", "config", "overrides", "run dir"):
         table.add_column(column, overflow="fold")
     for r in runs:
@@ -33,7 +34,7 @@ def specs_table() -> Table:
     """The sweep specs ``conf=NAME`` can take (``rlscale sweep --list``), first match of the search path."""
     from rlscale.sweep.spec import listed_specs
 
-    table = Table(title="sweep specs (conf=NAME)")
+    table = WrappingTable(title="sweep specs (conf=NAME)")
     for column in ("name", "description", "file"):
         table.add_column(column, overflow="fold")
     for name, description, path in listed_specs():
@@ -76,7 +77,7 @@ def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs",
                    max_rows: Optional[int] = None) -> Table:
     """The progress table; with more rows than ``max_rows`` (the terminal's height) a summary row comes
     first and the unfinished and failed runs are shown before the finished ones, up to ``max_rows``."""
-    table = Table(title=title)
+    table = WrappingTable(title=title)
     for column in ("sweep", "run", "state", "step", "val reward", "ETA", "job", "reason"):
         table.add_column(column, overflow="fold")
     if max_rows is not None and len(rows) > max_rows:

@@ -164,7 +164,8 @@ def _write_run(folder: Path, run: SyntheticRun, n_train: int, rng: np.random.Gen
     for step in range(1, n_steps + 1):
         c = end * step / n_steps
         progress = step / n_steps
-        trunc = run.peak_truncation * (0.5 + 0.5 * progress ** 3) + rng.normal(0, 0.003)
+        trunc = (run.peak_truncation * (0.5 + 0.5 * progress ** 3) if run.state != "diverged" else  # held at 2 %,
+                 0.02 + (run.peak_truncation - 0.02) * max(0.0, 2 * progress - 1)) + rng.normal(0, 0.003)  # then rising
         lines.append(_compute(step, c) | {
             "kind": "train", "reward": float(sigmoid(c, run.A, run.B, run.C_mid, R0)),
             "truncation_rate": max(trunc, 0.0), "entropy": 0.9 * np.exp(-run.B * progress) + 0.1,

@@ -1,5 +1,5 @@
 """The progress display of ``rlscale run``: on a terminal a rich progress bar (step of max_steps, latest
-train reward and validation reward, ETA); otherwise (piped, nohup, a SLURM log) one plain line every
+train and validation pass rates, ETA); otherwise (piped, nohup, a SLURM log) one plain line every
 ``every_s`` seconds and at the last step, so logs stay readable."""
 from __future__ import annotations
 
@@ -12,12 +12,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 def _rewards(record: Dict, last: Dict[str, float]) -> str:
+    """The train and validation figures on one scale: both pass rates (0-1); a train line without
+    ``pass_rate`` shows its reward labelled with its scale (+-1, Section 2)."""
     if record.get("kind") == "eval" and isinstance(record.get("val_reward"), (int, float)):
         last["val"] = record["val_reward"]
+    elif isinstance(record.get("pass_rate"), (int, float)):
+        last.pop("reward", None)
+        last["pass"] = record["pass_rate"]
     elif isinstance(record.get("reward"), (int, float)):
         last["reward"] = record["reward"]
-    parts = [f"reward {last['reward']:.3f}" if "reward" in last else "",
-             f"val {last['val']:.3f}" if "val" in last else ""]
+    parts = [f"train pass {last['pass']:.3f}" if "pass" in last and "reward" not in last else "",
+             f"train reward (+-1) {last['reward']:.3f}" if "reward" in last else "",
+             f"val pass {last['val']:.3f}" if "val" in last else ""]
     return "  ".join(p for p in parts if p)
 
 

@@ -26,6 +26,7 @@ from rlscale.runfolder.errors import Refused
 from rlscale.runfolder.lock import FolderLock
 from rlscale.runfolder.metrics import MetricsLog, MetricsWriteError
 from rlscale.runfolder.process import host
+from rlscale.runfolder.truncation import WINDOW as TRUNCATION_WINDOW, TruncationWatch
 from rlscale.runfolder.status import (RunState, prune_request, read_status, release_status_space,
                                       reserve_status_space, write_status)
 from rlscale.rl import PoolExhausted, aggregation_weights, compute_advantages, zero_variance_keep
@@ -150,6 +151,7 @@ class RunLoop:
         self.samples_path = self.run_dir / "samples.jsonl"
         self.step = 0
         self.truncating = False
+        self.truncation = TruncationWatch(cfg.trainer.truncation_warn)
 
     # -- state ---------------------------------------------------------------------------------
     def state(self) -> dict:
@@ -258,16 +260,17 @@ class RunLoop:
                 self.check_prune()
 
     def watch_truncation(self, rate: float) -> None:
-        """Warn when the truncation rate rises above ``trainer.truncation_warn`` (the paper's instability
-        signal, Section 3.2) and say when it falls back; the steps in between are in metrics.jsonl, not
-        repeated in the log."""
-        limit = self.cfg.trainer.truncation_warn
-        if rate > limit and not self.truncating:
-            log.warning("step %d: truncation rate %.0f%% is above %.0f%% (the paper's instability signal); "
-                        "logged again when it falls back", self.step, 100 * rate, 100 * limit)
-        elif rate <= limit and self.truncating:
-            log.info("step %d: truncation rate %.0f%%, back at or below %.0f%%", self.step, 100 * rate, 100 * limit)
-        self.truncating = rate > limit
+        """Warn when the truncation rate rises back above ``trainer.truncation_warn`` (the paper's instability
+        signal, Section 3.2; the rule: rlscale.runfolder.truncation) and say when it falls back; the steps in
+        between are in metrics.jsonl, not repeated in the log."""
+        reason = self.truncation.add(rate)
+        if reason and not self.truncating:
+            log.warning("step %d: truncation rate rising: %s (the paper's instability signal); logged again when "
+                        "it falls back", self.step, reason)
+        elif not reason and self.truncating:
+            log.info("step %d: truncation rate back at or below %.0f%% (mean of the last %d steps %.0f%%)", self.step,
+                     100 * self.truncation.level, TRUNCATION_WINDOW, 100 * self.truncation.mean)
+        self.truncating = bool(reason)
 
     def check_prune(self) -> None:
         request = prune_request(self.run_dir)

@@ -1,29 +1,23 @@
-"""``rlscale report --html`` of 3 sweeps opened in real headless Chromium (Debian
-``chromium``), checked from the page itself over the DevTools protocol (``--remote-debugging-pipe``, so no
-port and no extra package): every image loaded, one table row per run, names and config values with
-markup shown as text (no script, no dialog), failed fits listed, and no request other than file: or data:.
+"""``rlscale report --html`` of 3 sweeps (and a plan) opened in real headless Chromium (Debian ``chromium``),
+checked from the page itself over the DevTools protocol (rlscale.testing.chromium): every image loaded, one
+table row per run, names and config values with markup shown as text (no script, no dialog), failed fits
+listed, no request other than file: or data:, a link to every section, no placeholder in a caption or the
+summary, and ranking notes of at most three rendered lines per row.
 """
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import time
-from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from rlscale.cli.plan import plan_command
 from rlscale.cli.report import report_command
-from rlscale.testing.results_tree import TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
-
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe"]
+from rlscale.report.ranking import MAX_NOTE_LINES
+from rlscale.testing.chromium import CHROMIUM, PLACEHOLDER, READABILITY, Chromium, readability_problems
+from rlscale.testing.results_tree import BUDGET, TRICKY_NOTE, XSS_NAME, synthetic_plan, write_results
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
@@ -39,83 +33,13 @@ PAGE_CHECKS = """JSON.stringify({
   text: document.body.innerText,
   configs: [...document.querySelectorAll("pre.config")].map(p => p.textContent),
   resources: performance.getEntriesByType("resource").map(e => e.name),
+  """ + READABILITY + """
 })"""
-
-
-class Chromium:
-    """Headless Chromium driven over the DevTools protocol on a pipe (fd 3: commands in, fd 4: replies
-    out, each message JSON ended by a NUL byte)."""
-
-    def __init__(self, profile: Path):
-        commands_r, self._commands = os.pipe()
-        self._replies, replies_w = os.pipe()
-
-        def child_fds() -> None:  # dup first: os.pipe() may have returned 3 or 4 itself
-            a, b = os.dup(commands_r), os.dup(replies_w)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-
-        self.process = subprocess.Popen([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                                        preexec_fn=child_fds, close_fds=False, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(commands_r)
-        os.close(replies_w)
-        self.events: List[dict] = []
-        self._buffer = b""
-        self._id = 0
-
-    def call(self, method: str, params: Optional[dict] = None, session: Optional[str] = None) -> dict:
-        self._id += 1
-        message = {"id": self._id, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        os.write(self._commands, json.dumps(message).encode() + b"\0")
-        reply = self._read(lambda m: m.get("id") == self._id)
-        assert "error" not in reply, reply
-        return reply["result"]
-
-    def wait_event(self, method: str) -> dict:
-        return self._read(lambda m: m.get("method") == method)
-
-    def _read(self, wanted, timeout: float = 60.0) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            while b"\0" in self._buffer:
-                raw, self._buffer = self._buffer.split(b"\0", 1)
-                message = json.loads(raw)
-                if "method" in message:
-                    self.events.append(message)
-                if wanted(message):
-                    return message
-            ready, _, _ = select.select([self._replies], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                raise TimeoutError("no answer from chromium")
-            chunk = os.read(self._replies, 1 << 16)
-            if not chunk:
-                raise EOFError("chromium closed the pipe")
-            self._buffer += chunk
-
-    def close(self) -> None:
-        try:
-            os.write(self._commands, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0")
-            self.process.wait(timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            self.process.kill()
-            self.process.wait()
-        os.close(self._commands)
-        os.close(self._replies)
 
 
 def open_page(browser: Chromium, url: str) -> Dict:
     """Load ``url`` in a new tab with the network recorded; return PAGE_CHECKS' answer."""
-    target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-    session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-    browser.call("Network.enable", session=session)
-    browser.call("Page.enable", session=session)
-    browser.call("Page.navigate", {"url": url}, session=session)
-    browser.wait_event("Page.loadEventFired")
-    answer = browser.call("Runtime.evaluate", {"expression": PAGE_CHECKS, "returnByValue": True}, session=session)
-    return json.loads(answer["result"]["value"])
+    return json.loads(browser.evaluate(browser.open(url), PAGE_CHECKS))
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +49,12 @@ def rendered(tmp_path_factory):
     results = root / "results"
     plan = synthetic_plan(n_runs=17, n_sweeps=3, n_loo_sweeps=1, edge_cases=True)
     write_results(results, plan, n_train=60)
-    app = typer.Typer()
-    app.command()(report_command)
-    invoked = CliRunner().invoke(app, [str(results), "--html", "--out", str(root / "report.html")])
-    assert invoked.exit_code == 0, invoked.output
+    for command, args in ((plan_command, ["--budget", str(2 * BUDGET), "--n-boot", "20"]),
+                          (report_command, ["--html", "--out", str(root / "report.html")])):
+        app = typer.Typer()
+        app.command()(command)
+        invoked = CliRunner().invoke(app, [str(results), *args])
+        assert invoked.exit_code == 0, invoked.output
     browser = Chromium(root / "profile")
     try:
         page = open_page(browser, (root / "report.html").as_uri())
@@ -185,3 +111,34 @@ def test_no_request_left_the_machine(rendered):
     assert all(url.split(":", 1)[0] in ("file", "data") for url in requested), requested
     assert all(name.split(":", 1)[0] in ("file", "data") for name in page["resources"]), page["resources"]
     assert not [e for e in events if e["method"] == "Network.loadingFailed"]
+
+
+def test_every_section_has_a_link(rendered):
+    _, page, _ = rendered
+    assert "plan" in page["sections"]  # the plan's section is there, and linked
+    assert sorted(page["nav"]) == sorted(f"#{section}" for section in page["sections"])
+
+
+def test_no_caption_or_summary_cell_is_a_placeholder(rendered):
+    _, page, _ = rendered
+    assert page["captions"] and page["summary"]
+    for text in page["captions"] + page["summary"]:
+        assert not PLACEHOLDER.search(text), text
+    assert any("A fixed at" in c or "no run's A is identified" in c for c in page["captions"])  # the LOO caption
+
+
+def test_ranking_notes_take_at_most_three_lines(rendered):
+    plan, page, _ = rendered
+    assert len(page["noteLines"]) == len({(r.sweep, r.variant) for r in plan})
+    assert max(page["noteLines"]) <= MAX_NOTE_LINES == 3, page["noteLines"]
+    assert not [note for note in page["notes"] if "rlscale." in note]  # in words, no module names
+
+
+def test_a_figure_not_drawn_says_why(rendered):
+    _, page, _ = rendered
+    assert all(": No " in text and len(text) > 20 for text in page["missing"]), page["missing"]
+
+
+def test_the_screenshot_checks_pass(rendered):
+    _, page, _ = rendered
+    assert readability_problems(page) == []

@@ -7,7 +7,8 @@ when that is a module, else to ``rlscale.a``.
 The layers, lowest first (a module imports from its own package or from a lower layer):
 
 0. ``rlscale`` (the version), ``knobs`` (config fields with their documentation and bounds), ``paths``, ``options``,
-   ``gpus``, ``runfolder`` (the run folder's files): utilities that import nothing else of rlscale.
+   ``gpus``, ``runfolder`` (the run folder's files), ``tables`` (rich tables that fit the console): utilities that
+   import nothing else of rlscale.
 1. ``config``: the run config's schema and composition.
 2. ``core``: the shared types (completions, train batches, step results, think tags) and the generator,
    learner and tokenizer protocols.
@@ -39,6 +40,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "rlscale"
 
 LAYERS: Dict[str, float] = {
     "rlscale": 0, "rlscale.knobs": 0, "rlscale.paths": 0, "rlscale.options": 0, "rlscale.gpus": 0, "rlscale.runfolder": 0,
+    "rlscale.tables": 0,
     "rlscale.config": 1,
     "rlscale.tracking": 1.5,
     "rlscale.core": 2,

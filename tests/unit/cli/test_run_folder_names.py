@@ -57,7 +57,7 @@ def test_a_runs_log_lines_carry_its_name_in_its_train_log(tmp_path, caplog):
     lines = (tmp_path / "train.log").read_text().splitlines()
     assert len(lines) == 3 and all("[sw/one]" in line for line in lines), lines
     assert lines[0].endswith("rlscale.test WARNING first 1")
-    assert lines[1].endswith("rlscale.progress INFO train: step 4/4  val 0.500")
+    assert lines[1].endswith("rlscale.progress INFO train: step 4/4  val pass 0.500")
     shown = caplog.text  # what the process's own log handlers wrote, formatted by them
     assert shown.count("train: step 4/4") == 1  # there only where no progress display shows the steps
     assert "[sw/one] rlscale.test WARNING first 1" in shown and "[sw/one]" not in shown.splitlines()[-1]

@@ -66,6 +66,9 @@ def test_the_configuration_reference_is_up_to_date():
     assert "| `loss.name` | `cispo` | `cispo` \\| `dapo` \\| `grpo` \\| `gspo` \\| `module:attribute` | Sec. 3.2 |" in text
     assert "| `offpolicy.batches_per_version` | `2` | integer, >= 0 | Sec. 3.1 |" in text
     assert "| `loss.cispo_cap` | `4.0` | number, > 0 | Sec. 3.2 |" in text  # under loss=cispo's own knobs
+    # a launcher field that local lanes read too is not documented as SLURM's alone
+    assert "| `launcher.gpus_per_node` | `0` | integer, >= 0 |  | GPUs per job (local: per lane; 0 there: one) |" in text
+    assert "| `trainer.truncation_warn` | `0.1` |" in text and "rises back above this" in text
 
 
 def test_cispo_caps_the_ratio_with_its_own_field():

@@ -20,7 +20,7 @@ from rlscale.testing.results_tree import XSS_NAME, synthetic_plan, write_results
 def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("model") / "results"
     plan = synthetic_plan(n_runs=12, n_sweeps=2, n_loo_sweeps=1, edge_cases=True)
-    return root, plan, write_results(root, plan, n_train=30)
+    return root, plan, write_results(root, plan, n_train=60)  # the diverged run's truncation rises over 20+ steps
 
 
 def test_every_run_appears_once_with_its_state_and_fit(results):
@@ -90,7 +90,8 @@ def test_metrics_with_missing_or_odd_values_are_tolerated(tmp_path):
 
 def test_truncation_alarms_read_train_lines_after_step_0(tmp_path):
     """The paper's 10 % instability line (Section 2) is about training: a step-0 line (the untrained model)
-    and the eval lines never raise the alarm, a train line after step 0 does."""
+    and the eval lines never raise the alarm; train lines after step 0 whose 20-step mean rises back above it
+    do, a steady high rate does not (rlscale.runfolder.truncation)."""
     def run(name, lines):
         folder = tmp_path / "results" / "sweep" / name
         folder.mkdir(parents=True)
@@ -99,13 +100,17 @@ def test_truncation_alarms_read_train_lines_after_step_0(tmp_path):
     untrained = [{"step": 0, "kind": "train", "gpu_hours": 0.0, "truncation_rate": 0.6},
                  {"step": 0, "kind": "eval", "gpu_hours": 0.0, "val_reward": 0.2, "truncation_rate": 0.7,
                   "val_truncation_rate": 0.7}]
-    trained = [{"step": s, "kind": "train", "gpu_hours": float(s), "truncation_rate": 0.04} for s in (1, 2, 3)]
+    trained = [{"step": s, "kind": "train", "gpu_hours": float(s), "truncation_rate": 0.04} for s in range(1, 21)]
+    rising = [{"step": s, "kind": "train", "gpu_hours": float(s), "truncation_rate": 0.2} for s in range(21, 31)]
+    steady = [{"step": s, "kind": "train", "gpu_hours": float(s), "truncation_rate": 0.3} for s in range(1, 31)]
     run("calm", untrained + trained)
-    run("unstable", untrained + trained + [{"step": 4, "kind": "train", "gpu_hours": 4.0, "truncation_rate": 0.12}])
+    run("unstable", untrained + trained + rising)
+    run("steady", steady)
     runs = {r.name: r for r in load_report(tmp_path / "results", FitResults.from_json("{}")).runs}
     assert not runs["calm"].truncation_flagged and runs["calm"].peak("truncation_rate") == 0.04
-    assert list(runs["calm"].train["truncation_rate"].x) == [1.0, 2.0, 3.0]
-    assert runs["unstable"].truncation_flagged and runs["unstable"].peak("truncation_rate") == 0.12
+    assert list(runs["calm"].train["truncation_rate"].x) == [float(s) for s in range(1, 21)]
+    assert runs["unstable"].truncation_flagged and runs["unstable"].peak("truncation_rate") == 0.2
+    assert not runs["steady"].truncation_flagged  # high by design, not rising: no signal
 
 
 def test_a_variants_seeds_fold_into_one_entry(tmp_path):

@@ -72,10 +72,18 @@ def test_plain_progress_lines_are_periodic_and_end_at_the_last_step():
         lines.write({"step": step, "kind": "train", "reward": 0.1 * step})
     lines.write({"step": 4, "kind": "eval", "val_reward": 0.6})
     assert out.getvalue().splitlines() == [
-        "default/run: step 0/4  val 0.200",
-        "default/run: step 3/4  reward 0.300  val 0.200  eta 0m13s",  # 40 s for 3 steps: 13.3 s for the last
-        "default/run: step 4/4  reward 0.400  val 0.600  eta 0m00s",
+        "default/run: step 0/4  val pass 0.200",
+        "default/run: step 3/4  train reward (+-1) 0.300  val pass 0.200  eta 0m13s",  # 40 s for 3 steps: 13.3 s for the last
+        "default/run: step 4/4  train reward (+-1) 0.400  val pass 0.600  eta 0m00s",
     ]
+
+
+def test_progress_shows_the_train_pass_rate_on_the_validation_scale():
+    out = io.StringIO()
+    lines = ProgressLines("default/run", 2, stream=out, every_s=0.0, clock=lambda: 0.0)
+    lines.write({"step": 0, "kind": "eval", "val_reward": 0.25})
+    lines.write({"step": 2, "kind": "train", "reward": -0.5, "pass_rate": 0.25})
+    assert out.getvalue().splitlines()[-1].startswith("default/run: step 2/2  train pass 0.250  val pass 0.250")
 
 
 def test_tracker_ids_are_one_per_run_folder_and_stable_across_resumes(tmp_path):

@@ -83,15 +83,18 @@ def test_eval_line_standard_error_over_prompts():
     assert result.val_reward_se == pytest.approx(0.5 / math.sqrt(3))
 
 
-def test_truncation_is_logged_when_it_rises_above_the_limit_and_when_it_falls_back(caplog):
+def test_truncation_is_logged_when_it_rises_back_above_the_limit_and_when_it_falls_back(caplog):
     from types import SimpleNamespace
 
+    from rlscale.runfolder.truncation import TruncationWatch
     from rlscale.train.loop import RunLoop
 
-    loop = SimpleNamespace(cfg=SimpleNamespace(trainer=SimpleNamespace(truncation_warn=0.1)), step=0, truncating=False)
+    loop = SimpleNamespace(step=0, truncating=False, truncation=TruncationWatch(0.1))
     caplog.set_level("INFO", logger="rlscale.train")
-    for step, rate in enumerate([0.3, 0.4, 0.5, 0.05, 0.02, 0.2], start=1):
+    # high at the start and falling (no signal), held at 2 %, 30 % from step 51, 0 from step 81
+    rates = [0.5] * 20 + [0.02] * 30 + [0.3] * 30 + [0.0] * 30
+    for step, rate in enumerate(rates, start=1):
         loop.step = step
         RunLoop.watch_truncation(loop, rate)
     said = [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records if "truncation" in r.getMessage()]
-    assert said == [("WARNING", "step 1"), ("INFO", "step 4"), ("WARNING", "step 6")]
+    assert said == [("WARNING", "step 56"), ("INFO", "step 94")]  # the 20-step mean: 10.4 % at 56, 9 % at 94
