@@ -2,8 +2,8 @@
 first train line's ``startup_s``: model load, engines, warm-up with its compilation, and the step-0 eval, whose
 own ``eval_s`` it holds), its seconds per update (``step_seconds``) and per eval (``eval_s``).
 
-A running run's time left: its updates left at its own seconds per update plus its evals left at its own seconds
-per eval (the sweep's until it has one); while it warms up (no train line yet), the sweep's start-up less the
+A running run's time left: its updates left at its own recent seconds per update plus its evals left at its own
+recent seconds per eval (the sweep's until it has one); while it warms up (no train line yet), the sweep's start-up less the
 seconds it has been running, then a whole run at the sweep's rates. A pending run: a whole run, start-up
 included. A local lane (one job training its runs in turn, in the sweep's order) pays the warm-up once: its
 later runs start in the process that already compiled, so they count start-up as the step-0 eval alone (their
@@ -32,8 +32,12 @@ class RunTimes:
     timed: bool = False
 
 
+RECENT_UPDATES, RECENT_EVALS = 10, 3  # the rates of the last ones: a machine's load changes during a run
+
+
 def run_times(records: Sequence[dict]) -> RunTimes:
-    """The measured phases of a run's metrics lines (the last start or resume's start-up)."""
+    """The measured phases of a run's metrics lines: the last start or resume's start-up, the mean seconds of the
+    last RECENT_UPDATES updates and of the last RECENT_EVALS evals after step 0."""
     train = [r for r in records if r.get("kind") == "train"]
     evals = [r for r in records if r.get("kind") == "eval" and is_finite_number(r.get("eval_s"))]
     updates = [r["step_seconds"] for r in train if is_finite_number(r.get("step_seconds"))]
@@ -41,8 +45,8 @@ def run_times(records: Sequence[dict]) -> RunTimes:
     first_eval = next((r["eval_s"] for r in evals if r.get("step") == 0), 0.0)
     later = [r["eval_s"] for r in evals if r.get("step") != 0]
     return RunTimes(warmup_s=max(0.0, startups[-1] - first_eval) if startups else None,
-                    update_s=statistics.fmean(updates) if updates else None,
-                    eval_s=statistics.fmean(later) if later else None, timed=bool(evals))
+                    update_s=statistics.fmean(updates[-RECENT_UPDATES:]) if updates else None,
+                    eval_s=statistics.fmean(later[-RECENT_EVALS:]) if later else None, timed=bool(evals))
 
 
 @dataclass(frozen=True)

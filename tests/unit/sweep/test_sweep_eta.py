@@ -22,6 +22,8 @@ def test_run_times_split_the_start_up_from_the_step_0_eval():
                {"kind": "eval", "step": 2, "eval_s": 1.5}, {"kind": "eval", "step": 4, "eval_s": 2.5}]
     assert run_times(records) == RunTimes(warmup_s=41.0, update_s=0.5, eval_s=2.0, timed=True)
     assert run_times([]) == RunTimes()
+    slow_start = [{"kind": "train", "step": k, "step_seconds": 10.0 if k < 3 else 1.0} for k in range(1, 13)]
+    assert run_times(slow_start).update_s == 1.0  # the last 10 updates: the machine's load of now
 
 
 @pytest.mark.parametrize("plan,step,left", [(PLAN, 0, 10), (PLAN, 5, 10), (PLAN, 6, 9), (PLAN, 59, 1), (PLAN, 60, 0),
