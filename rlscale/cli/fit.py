@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 import typer
 
 from rlscale.fit.family import HOLM, NO_CORRECTION
 from rlscale.fit.methods import METHOD
-from rlscale.fit.results import X_UNITS
+from rlscale.fit.results import X_UNITS, FitResults
 from rlscale.options import FINITE, choices, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
+
+if TYPE_CHECKING:
+    from rlscale.cli.progress import WorkProgress
 
 X_CHOICES = ("auto",) + X_UNITS
 
@@ -182,7 +185,7 @@ def _grid(text: str, option: str, integer_last: bool) -> Tuple[float, float, flo
     return lo, hi, int(last) if integer_last else last
 
 
-def announced(progress, where: str):
+def announced(progress: WorkProgress, where: str) -> Callable[[int, int], None]:
     """The ``progress(done, total)`` of ``fit_results`` on ``progress``: ``fitting N runs <where>`` once the runs
     are read, then the count."""
 
@@ -194,7 +197,7 @@ def announced(progress, where: str):
     return show
 
 
-def tally(results, seconds: float) -> str:
+def tally(results: FitResults, seconds: float) -> str:
     """``fitted 3 of 3 runs in 2 s``, or ``fitted 0 of 3 runs in 1 s; not fitted: 3 too_few_points``: the runs
     whose status is ok (or repaired), as the exit status counts them."""
     from collections import Counter

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn,
+                           TimeElapsedColumn)
 
 EVERY_S = 10.0  # most seconds between two lines in a pipe
 HEARTBEAT_S = 1.0
@@ -26,8 +27,12 @@ class WorkProgress:
         self.started = self.printed = clock()
         self.text, self.done, self.total = "", 0, 0
         self.bar: Optional[Progress] = None
-        self._task = None
+        self._task: Optional[TaskID] = None
         self._lock = threading.RLock()
+
+    def draw_on(self, bar: Progress) -> None:
+        """Show the phase and the count in ``bar`` (a terminal's) instead of printing lines."""
+        self.bar, self._task = bar, bar.add_task("", total=None)
 
     def phase(self, text: str) -> None:
         """A new phase: its text, and no count until ``count`` gives one."""
@@ -75,10 +80,10 @@ def work_progress(console: Console, every_s: float = EVERY_S) -> Iterator[WorkPr
     heartbeat thread that lets ``tick`` print through a long phase."""
     progress = WorkProgress(console, every_s)
     if console.is_terminal:
-        progress.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), console=console, transient=True)
-        progress._task = progress.bar.add_task("", total=None)
-        with progress.bar:
+        bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), console=console, transient=True)
+        progress.draw_on(bar)
+        with bar:
             yield progress
         return
     stop = threading.Event()
