@@ -3,8 +3,8 @@ first train line's ``startup_s``: model load, engines, warm-up with its compilat
 own ``eval_s`` it holds), its seconds per update (``step_seconds``) and per eval (``eval_s``).
 
 A running run's time left: its updates left at its own recent seconds per update plus its evals left at its own
-recent seconds per eval (the sweep's until it has one); while it warms up (no train line yet), the sweep's start-up less the
-seconds it has been running, then a whole run at the sweep's rates. A pending run: a whole run, start-up
+recent seconds per eval (the sweep's until it has one); while it warms up (no train line yet), the sweep's
+start-up less the seconds it has been running, then a whole run at the sweep's rates. A pending run: a whole run, start-up
 included. A local lane (one job training its runs in turn, in the sweep's order) pays the warm-up once: its
 later runs start in the process that already compiled, so they count start-up as the step-0 eval alone (their
 measured warm-up, once one is). The sweep's ETA is its longest lane; a sweep whose runs are jobs of their own

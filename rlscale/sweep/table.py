@@ -85,7 +85,8 @@ def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs",
     for row in rows:
         step = "" if row.step is None else f"{row.step}/{row.max_steps}" if row.max_steps else str(row.step)
         if warming_up(row):
-            step = f"warming up ({_duration(row.timing.running_s)})" if row.timing.running_s is not None else "warming up"
+            running = row.timing.running_s
+            step = f"warming up ({_duration(running)})" if running is not None else "warming up"
         reward = "" if row.val_reward is None else f"{row.val_reward:.3f}"
         state = f"[{STATE_STYLE[row.state]}]{row.state}[/]" if row.state in STATE_STYLE else shown(row.state)
         reason = "" if row.state in ("done", "running") else row.reason

@@ -33,8 +33,9 @@ class ProgressBar:
         self.last: Dict[str, float] = {}
         self.console = console or Console(stderr=True)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[rewards]}"), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
-                                 TimeRemainingColumn(), console=self.console, transient=False)
+                                 TextColumn("{task.fields[rewards]}"), TimeElapsedColumn(),
+                                 TextColumn("{task.fields[eta]}"), TimeRemainingColumn(), console=self.console,
+                                 transient=False)
         self.task = self.progress.add_task(title, total=max_steps, rewards=WARMING_UP, eta="")
         self.progress.start()
 

@@ -238,8 +238,8 @@ def test_short_runs_that_fit_none_say_so_and_exit_1(tmp_path):
     result = _invoke(tmp_path / "r")
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert [ln for ln in lines if ln.startswith("fitted")] == [
-        lines[1]] and lines[1].startswith("fitted 0 of 3 runs in ") and lines[1].endswith("; not fitted: 3 too_few_points")
+    assert [ln for ln in lines if ln.startswith("fitted")] == [lines[1]]
+    assert lines[1].startswith("fitted 0 of 3 runs in ") and lines[1].endswith("; not fitted: 3 too_few_points")
     assert "no run fitted: nothing written" in result.output
 
 

@@ -47,7 +47,8 @@ def test_two_lanes_pay_the_warm_up_once_and_every_eval():
 
 def test_no_eta_until_an_update_and_a_later_eval_are_measured():
     only_updates = RunTimes(warmup_s=40.0, update_s=0.5, eval_s=None, timed=True)
-    lefts, sweep = etas([EtaInput("a", "running", 3, PLAN, only_updates), EtaInput("a", "pending", None, PLAN, RunTimes())])
+    lefts, sweep = etas([EtaInput("a", "running", 3, PLAN, only_updates),
+                         EtaInput("a", "pending", None, PLAN, RunTimes())])
     assert lefts == [None, None] and sweep is None
 
 

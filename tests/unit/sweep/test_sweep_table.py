@@ -22,8 +22,8 @@ def row(run: str, state: str, step=None, eta=None, reward=None, reason="", alive
 
 
 def test_summary_counts_states_and_gives_the_longest_lane():
-    """Lane 1: b, its first run, at step 6 (1 s an update, 3 s an eval), then d; lane 2: c at step 5. b: 4 updates + 1 eval = 7 s;
-    d, a lane's later run: its step-0 eval, 10 updates and 2 evals = 19 s; c: 5 + 3 = 8 s."""
+    """Lane 1: b, its first run, at step 6 (1 s an update, 3 s an eval), then d; lane 2: c at step 5. b: 4
+    updates + 1 eval = 7 s; d, a lane's later run: its step-0 eval, 10 updates and 2 evals = 19 s; c: 5 + 3 = 8 s."""
     times = RunTimes(warmup_s=20.0, update_s=1.0, eval_s=3.0, timed=True)
     rows = [row("a", "done", 10, lane="lane 0"), row("b", "running", 6, alive=True, times=times),
             row("c", "running", 5, alive=True, times=times, lane="lane 2"), row("d", "pending"),
@@ -69,3 +69,21 @@ def test_status_lists_a_run_that_has_not_written_its_first_metrics_line(tmp_path
     rows = {row.ref.run: row for row in collect(refs_under(tmp_path))}
     assert set(rows) == {"solo_run", "other_run"}
     assert rows["solo_run"].step is None and rows["other_run"].step == 1
+
+
+def test_piped_watch_prints_the_eta_once_measured_and_at_each_change():
+    """The summary with its ETA comes once the ETA is measured (no state changed then), again at the next change
+    of state, and not at polls that change nothing."""
+    times = RunTimes(warmup_s=20.0, update_s=1.0, eval_s=3.0, timed=True)
+    polls = iter([[row("a", "running", None, alive=True), row("b", "pending")],
+                  [row("a", "running", 6, alive=True, times=times), row("b", "pending")],
+                  [row("a", "running", 7, alive=True, times=times), row("b", "pending")],
+                  [row("a", "done", 10), row("b", "running", 2, alive=True, times=times)],
+                  [row("a", "done", 10), row("b", "done", 10)]])
+    out = io.StringIO()
+    watch(lambda: next(polls), Console(file=out, force_terminal=False), interval_s=0)
+    # a at step 6: 4 updates + 1 eval = 7 s, then b warm: its step-0 eval, 10 updates, 2 evals = 19 s
+    assert out.getvalue().splitlines() == [
+        "loo/a: running", "loo/b: pending", "2 runs: 1 running, 1 pending; ETA 0m26s",
+        "loo/a: done (step 10/10)", "loo/b: running (step 2/10)", "2 runs: 1 done, 1 running; ETA 0m14s",
+        "loo/b: done (step 10/10)", "2 runs: 2 done"]
