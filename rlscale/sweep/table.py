@@ -98,19 +98,27 @@ def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs",
 def watch(poll: Callable[[], List[RunProgress]], console: Console, interval_s: float = 2.0,
           title: str = "rlscale runs") -> List[RunProgress]:
     """Until every run is finished (or lost): on a terminal, redraw the progress table every
-    ``interval_s`` (``progress_table`` with the terminal's height); otherwise print one line per change
+    ``interval_s`` (``progress_table`` with the terminal's height, the summary under it); otherwise print one line per change
     of a run's state (``state_line``), the summary with its ETA once the ETA is measured and after each change
     of state, and the summary at the end."""
     if not console.is_terminal:
         return _watch_lines(poll, console.file, interval_s)
     rows = poll()
-    with Live(progress_table(rows, title, _rows_that_fit(console)), console=console, refresh_per_second=4,
-              transient=False) as live:
+    with Live(_live_table(rows, title, console), console=console, refresh_per_second=4, transient=False) as live:
         while not all(row.finished for row in rows):
             time.sleep(interval_s)
             rows = poll()
-            live.update(progress_table(rows, title, _rows_that_fit(console)))
+            live.update(_live_table(rows, title, console))
     return rows
+
+
+def _live_table(rows: Sequence[RunProgress], title: str, console: Console) -> Table:
+    """The progress table with the terminal's height; the summary (with the sweep's ETA) under it, unless its
+    first row already holds it."""
+    table = progress_table(rows, title, _rows_that_fit(console))
+    if len(rows) <= _rows_that_fit(console):
+        table.caption = summary(rows)
+    return table
 
 
 def _rows_that_fit(console: Console) -> int:

@@ -87,3 +87,13 @@ def test_piped_watch_prints_the_eta_once_measured_and_at_each_change():
         "loo/a: running", "loo/b: pending", "2 runs: 1 running, 1 pending; ETA 0m26s",
         "loo/a: done (step 10/10)", "loo/b: running (step 2/10)", "2 runs: 1 done, 1 running; ETA 0m14s",
         "loo/b: done (step 10/10)", "2 runs: 2 done"]
+
+
+def test_the_live_table_on_a_terminal_shows_the_sweeps_eta_under_it():
+    times = RunTimes(warmup_s=20.0, update_s=1.0, eval_s=3.0, timed=True)
+    polls = iter([[row("a", "running", 6, alive=True, times=times), row("b", "running", None, alive=True)],
+                  [row("a", "done", 10), row("b", "done", 10)]])
+    out = io.StringIO()
+    watch(lambda: next(polls), Console(file=out, force_terminal=True, width=200, height=50), interval_s=0)
+    text = out.getvalue()
+    assert "2 runs: 2 running; ETA" in text and "warming up" in text and "2 runs: 2 done" in text
