@@ -7,17 +7,19 @@ listing the metrics found, nothing written).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 import typer
 
 from rlscale.fit.family import HOLM, NO_CORRECTION
 from rlscale.fit.methods import METHOD
-from rlscale.fit.results import X_UNITS
+from rlscale.fit.results import X_UNITS, FitResults
 from rlscale.options import FINITE, choices, NON_NEGATIVE, OPEN_UNIT, OptionError, check_ranges
+
+if TYPE_CHECKING:
+    from rlscale.cli.progress import WorkProgress
 
 X_CHOICES = ("auto",) + X_UNITS
 
@@ -65,6 +67,7 @@ def fit_command(
 ) -> None:
     """Fit the ScaleRL sigmoid to every run under RESULTS_DIR and compare the variants."""
     from rlscale.cli.console import output_console
+    from rlscale.cli.progress import work_progress
     from rlscale.fit.api import SourceError, fit_results, write_outputs
     from rlscale.fit.bootstrap import MAX_N_BOOT
     from rlscale.fit.by_metric import metric_folder, write_index
@@ -100,12 +103,14 @@ def fit_command(
         if n_boot > MAX_N_BOOT and not force:
             raise UsageError(_bootstrap_refusal(n_boot, load_source(results_dir, x, metrics[0])))
         fitted = []
-        with err.status("fitting...") as status:
+        with work_progress(err) as progress:
             for metric in metrics:
                 about = f" ({metric})" if len(metrics) > 1 else ""
-                shown = _progress(err, status, f"under {results_dir} ({n_boot} bootstrap resamples){about}")
-                fitted.append(fit_results(results_dir, replace(settings, y=metric), jobs=jobs,
-                                          progress=shown))
+                started = progress.elapsed()
+                fitted.append(fit_results(results_dir, replace(settings, y=metric), jobs=jobs, phase=progress.phase,
+                                          progress=announced(progress, f"under {results_dir} ({n_boot} bootstrap "
+                                                                       f"resamples){about}")))
+                progress.say(tally(fitted[-1], progress.elapsed() - started) + about)
     except (UsageError, OptionError, SourceError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
@@ -180,22 +185,23 @@ def _grid(text: str, option: str, integer_last: bool) -> Tuple[float, float, flo
     return lo, hi, int(last) if integer_last else last
 
 
-def _progress(err, status, where: str, every_s: float = 10.0, clock=time.monotonic):
-    """The fit's progress: the spinner's text on a terminal; in a pipe or a log, where the spinner shows
-    nothing, a line once the runs are read, then one each time ``every_s`` have passed since the last line, and one
-    at the last run."""
-    last = [clock()]
+def announced(progress: WorkProgress, where: str) -> Callable[[int, int], None]:
+    """The ``progress(done, total)`` of ``fit_results`` on ``progress``: ``fitting N runs <where>`` once the runs
+    are read, then the count."""
 
     def show(done: int, total: int) -> None:
-        status.update(f"fitting run {done}/{total}")
-        if err.is_terminal:
-            return
         if done == 0:
-            err.print(f"fitting {total} runs {where}", markup=False, highlight=False)
-        elif done == total or clock() - last[0] >= every_s:
-            err.print(f"fitted {done}/{total} runs", markup=False, highlight=False)
-        else:
-            return
-        last[0] = clock()
+            progress.say(f"fitting {total} runs {where}")
+        progress.count(done, total)
 
     return show
+
+
+def tally(results: FitResults, seconds: float) -> str:
+    """``fitted 3 of 3 runs in 2 s``, or ``fitted 0 of 3 runs in 1 s; not fitted: 3 too_few_points``: the runs
+    whose status is ok (or repaired), as the exit status counts them."""
+    from collections import Counter
+
+    failed = Counter(run.status for run in results.runs if not run.fitted)
+    why = "; not fitted: " + ", ".join(f"{n} {status}" for status, n in sorted(failed.items())) if failed else ""
+    return f"fitted {len(results.runs) - sum(failed.values())} of {len(results.runs)} runs in {seconds:.0f} s{why}"

@@ -27,6 +27,7 @@ def report_command(
     from rich.text import Text
 
     from rlscale.cli.console import output_console
+    from rlscale.cli.progress import work_progress
     from rlscale.fit.by_metric import further_fits
     from rlscale.report.build import write_report
     from rlscale.report.inputs import load_fits
@@ -48,19 +49,24 @@ def report_command(
         raise typer.Exit(2)
     html = html or out is not None
     n_workers = workers()
-    fits = load_fits(results_dir, log=lambda line: err.print(Text(printable(line))), save=out is None)
-    report = load_report(results_dir, fits, n_workers)
-    further, stale = further_fits(results_dir)
-    if stale:
-        err.print(Text(printable(f"not shown beside {fits.settings.y}: {', '.join(stale)} (their fits are missing or "
-                                 f"older than {results_dir / 'fits.json'}; rerun rlscale fit --y with them)")))
-    attach_parallel(report, further)
-    if not report.runs:
-        err.print(Text(printable(f"error: no runs under {results_dir} (folders holding metrics.jsonl); nothing "
-                                 "written"), style="red"))
-        raise typer.Exit(1)
-    written = write_report(report, html=(out or results_dir / "report.html") if html else None,
-                           figures=figures, fmt=format, logx=logx, n_workers=n_workers)
+    with work_progress(err) as progress:
+        progress.phase("checking the fits")
+        fits = load_fits(results_dir, log=lambda line: progress.say(printable(line)), save=out is None,
+                         phase=progress.phase, progress=progress.count)
+        progress.phase("reading the runs")
+        report = load_report(results_dir, fits, n_workers)
+        further, stale = further_fits(results_dir)
+        if stale:
+            progress.say(printable(f"not shown beside {fits.settings.y}: {', '.join(stale)} (their fits are missing "
+                                   f"or older than {results_dir / 'fits.json'}; rerun rlscale fit --y with them)"))
+        attach_parallel(report, further)
+        if not report.runs:
+            err.print(Text(printable(f"error: no runs under {results_dir} (folders holding metrics.jsonl); nothing "
+                                     "written"), style="red"))
+            raise typer.Exit(1)
+        progress.phase("writing the report")
+        written = write_report(report, html=(out or results_dir / "report.html") if html else None,
+                               figures=figures, fmt=format, logx=logx, n_workers=n_workers)
     if not html:
         out_console = output_console()
         print_summary(report, out_console)

@@ -42,14 +42,18 @@ RUNS_PER_PROCESS = 100
 
 
 def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
-                jobs: int = 1) -> FitResults:
+                jobs: int = 1, phase: Optional[Callable[[str], None]] = None) -> FitResults:
     """Fit every run under ``source`` (a results folder, any depth, or a tidy CSV/parquet file), in
     ``jobs`` processes (0: module docstring). ``progress(done, total)`` is called with 0 once the runs are read,
-    then after each run."""
+    then after each run; ``phase(text)`` as each phase begins (reading the runs, fitting them, refitting the
+    short ones, comparing the variants)."""
+    say = phase or (lambda text: None)
+    say("reading the runs")
     loaded = load_source(Path(source), settings.x, settings.y)
     settings = replace(settings, source=str(source), x_requested=settings.x, x=loaded.x_key)
     settings = replace(settings, cutoff_rule=describe_rule(settings))
-    runs = fit_curves(loaded.curves, settings, progress, jobs)
+    runs = fit_curves(loaded.curves, settings, progress, jobs, say)
+    say("comparing the variants")
     with threadpool_limits(limits=1, user_api="blas"):  # the comparisons' fixed-A refits and seed tables too
         results = FitResults(settings=settings, runs=runs, comparison=compare(runs, loaded.sweeps, settings))
     clean(results)
@@ -57,9 +61,10 @@ def fit_results(source: Path, settings: FitSettings, progress: Optional[Callable
 
 
 def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Callable[[int, int], None]] = None,
-               jobs: int = 1) -> List[RunFit]:
+               jobs: int = 1, phase: Callable[[str], None] = lambda text: None) -> List[RunFit]:
     """The RunFit of every curve, in ``jobs`` processes (0: module docstring): each fitted once, then the short
-    fits below their variant's pooled residual level fitted again at that level (rlscale.fit.pooled)."""
+    fits below their variant's pooled residual level fitted again at that level (rlscale.fit.pooled). ``progress`` and
+    ``phase``: as fit_results calls them."""
     if jobs == 0:
         jobs = min(os.cpu_count() or 1, len(curves) // RUNS_PER_PROCESS)
     with ExitStack() as stack:
@@ -76,6 +81,7 @@ def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Ca
                             chunksize=max(1, len(curves) // (8 * jobs)))
 
         runs = []
+        phase("fitting")
         if progress is not None:
             progress(0, len(curves))
         for run in fit_all(curves, repeat(None)):
@@ -84,6 +90,8 @@ def fit_curves(curves: List[Curve], settings: FitSettings, progress: Optional[Ca
                 progress(len(runs), len(curves))
         ratios = pooled_ratios(runs)
         short = [i for i, run in enumerate(runs) if pool_key(run) in ratios and below_pooled(run, ratios[pool_key(run)])]
+        if short:
+            phase(f"refitting {len(short)} short run(s) at their variant's pooled noise")
         for i, run in zip(short, fit_all([curves[i] for i in short], [ratios[pool_key(runs[i])] for i in short])):
             runs[i] = run
     return runs

@@ -22,10 +22,13 @@ def stale_reason(results_dir: Path) -> Optional[str]:
     return None
 
 
-def load_fits(results_dir: Path, log: Callable[[str], None], save: bool = True) -> FitResults:
+def load_fits(results_dir: Path, log: Callable[[str], None], save: bool = True,
+              phase: Optional[Callable[[str], None]] = None,
+              progress: Optional[Callable[[int, int], None]] = None) -> FitResults:
     """fits.json, after running the fitter with the previous settings (or the defaults) when stale. The
     new fits are written into ``results_dir`` when ``save`` and the folder takes them (a read-only
-    results folder is reported, not an error: the report uses the fits in memory)."""
+    results folder is reported, not an error: the report uses the fits in memory). ``phase`` and ``progress``:
+    the fitter's (rlscale.fit.api.fit_results)."""
     results_dir = Path(results_dir)
     reason = stale_reason(results_dir)
     previous = _try_load(results_dir / FITS_JSON)
@@ -35,7 +38,7 @@ def load_fits(results_dir: Path, log: Callable[[str], None], save: bool = True) 
 
     log(f"{reason or f'{FITS_JSON} is unreadable'}: running rlscale fit on {results_dir}")
     settings = replace(previous.settings, x=previous.settings.x_requested) if previous is not None else FitSettings()
-    results = fit_results(results_dir, settings)
+    results = fit_results(results_dir, settings, progress=progress, phase=phase)
     if save:
         try:
             write_outputs(results, results_dir)

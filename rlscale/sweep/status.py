@@ -1,9 +1,10 @@
 """The status of a sweep's runs (what ``rlscale status`` shows), read from their run directories (status.json,
 metrics.jsonl) and from the liveness of their jobs: state, last step, latest validation reward (the R_C of
-Eq. 1) and an ETA (the remaining steps times the mean ``step_seconds`` of the last train lines)."""
+Eq. 1) and an ETA from the measured start-up, update and eval times of the run and its sweep (rlscale.sweep.eta)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -14,6 +15,7 @@ from rlscale.runfolder.metrics import is_finite_number
 from rlscale.runfolder.status import STATUS_JSON
 from rlscale.runfolder.process import host, pid_alive
 from rlscale.sweep.dispatch import alive
+from rlscale.sweep.eta import EtaInput, Plan, etas, run_times
 from rlscale.sweep.spec import SpecError
 from rlscale.sweep.state import SWEEP_JSON, read_record, run_path
 
@@ -47,6 +49,7 @@ class RunProgress:
     eta_s: Optional[float]
     job_alive: bool = False
     last_metrics: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    timing: Optional[EtaInput] = None
 
     @property
     def finished(self) -> bool:
@@ -64,17 +67,13 @@ def process_gone(status: dict) -> bool:
     return not pid_alive(pid, since if isinstance(since, (int, float)) else None)
 
 
-def _max_steps(run_dir: Path) -> Optional[int]:
+def _plan(run_dir: Path) -> Optional[Plan]:
+    """The run's updates and eval interval, from its config.yaml."""
     try:
-        return int(OmegaConf.load(run_dir / "config.yaml").trainer.max_steps)
+        trainer = OmegaConf.load(run_dir / "config.yaml").trainer
+        return Plan(max_steps=int(trainer.max_steps), eval_every=int(trainer.get("eval_every", 6)))
     except Exception:  # a missing or partial config only costs the ETA
         return None
-
-
-def _seconds_per_step(records: List[dict], last: int = 5) -> Optional[float]:
-    """Mean wall time of the last train steps (the trainer's ``step_seconds``)."""
-    times = [r["step_seconds"] for r in records if r.get("kind") == "train" and is_finite_number(r.get("step_seconds"))]
-    return sum(times[-last:]) / len(times[-last:]) if times else None
 
 
 def last_lines(records: List[dict]) -> Dict[str, Dict[str, float]]:
@@ -85,7 +84,8 @@ def last_lines(records: List[dict]) -> Dict[str, Dict[str, float]]:
     return last
 
 
-def run_progress(ref: RunRef, live_jobs: Set[str]) -> RunProgress:
+def run_progress(ref: RunRef, live_jobs: Set[str], now: Optional[float] = None) -> RunProgress:
+    """The row of one run; its ETA is the sweep's business (``collect``). ``now``: the wall clock (time.time)."""
     status = read_status(ref.run_dir)
     state, reason = str(status.get("state")), str(status.get("reason", ""))
     if state not in FINAL_STATES and ref.job and ref.job not in live_jobs and state != "unknown":
@@ -97,12 +97,34 @@ def run_progress(ref: RunRef, live_jobs: Set[str]) -> RunProgress:
     step = max((r["step"] for r in records if isinstance(r.get("step"), int)), default=None)
     evals = [r for r in records if r.get("kind") == "eval" and is_finite_number(r.get("val_reward"))]
     val_reward = evals[-1]["val_reward"] if evals else None
-    max_steps = _max_steps(ref.run_dir)
-    per_step = _seconds_per_step(records) if state == "running" else None
-    eta = max(0, max_steps - (step or 0)) * per_step if per_step is not None and max_steps else None
-    return RunProgress(ref=ref, state=state, reason=reason, step=step, max_steps=max_steps,
-                       val_reward=val_reward, eta_s=eta, job_alive=bool(ref.job) and ref.job in live_jobs,
-                       last_metrics=last_lines(records))
+    plan = _plan(ref.run_dir)
+    since = status.get("time") if state == "running" else None
+    now = time.time() if now is None else now
+    timing = EtaInput(lane=ref.job or str(ref.run_dir), state=state, step=step, plan=plan, times=run_times(records),
+                      running_s=max(0.0, now - since) if is_finite_number(since) else None)
+    return RunProgress(ref=ref, state=state, reason=reason, step=step, max_steps=plan.max_steps if plan else None,
+                       val_reward=val_reward, eta_s=None, job_alive=bool(ref.job) and ref.job in live_jobs,
+                       last_metrics=last_lines(records), timing=timing)
+
+
+def with_etas(rows: Sequence[RunProgress]) -> List[RunProgress]:
+    """``rows`` with each running run's seconds left (rlscale.sweep.eta), the runs of each sweep taken together."""
+    out = list(rows)
+    for members in by_sweep(out).values():
+        lefts, _ = etas([out[i].timing for i in members])
+        for i, left in zip(members, lefts):
+            if out[i].state == "running":
+                out[i] = replace(out[i], eta_s=left)
+    return out
+
+
+def by_sweep(rows: Sequence[RunProgress]) -> Dict[str, List[int]]:
+    """The indices of the rows that carry ETA inputs, by sweep, in their order."""
+    groups: Dict[str, List[int]] = {}
+    for i, row in enumerate(rows):
+        if row.timing is not None:
+            groups.setdefault(row.ref.sweep, []).append(i)
+    return groups
 
 
 def refs_under(root: Path) -> List[Tuple[RunRef, str]]:
@@ -140,4 +162,5 @@ def collect(refs: Sequence[Tuple[RunRef, str]]) -> List[RunProgress]:
             live |= alive(launcher, jobs)
         except SpecError:
             live |= set(jobs)
-    return [run_progress(ref, live) for ref, _ in refs]
+    now = time.time()
+    return with_etas([run_progress(ref, live, now) for ref, _ in refs])

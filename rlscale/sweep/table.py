@@ -11,7 +11,8 @@ from rich.live import Live
 from rich.table import Table
 
 from rlscale.runfolder.names import shown
-from rlscale.sweep.status import RunProgress
+from rlscale.sweep.eta import UNFINISHED, etas
+from rlscale.sweep.status import RunProgress, by_sweep
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.tables import WrappingTable
 
@@ -51,17 +52,14 @@ def _duration(seconds: Optional[float]) -> str:
 
 
 def overall_eta(rows: Sequence[RunProgress]) -> Optional[float]:
-    """Seconds until every unfinished run is done: the steps left over all of them at the running runs'
-    mean seconds per step, shared among the runs running now; None while no running run has a rate."""
-    rates = [row.eta_s / (row.max_steps - row.step) for row in rows
-             if row.state == "running" and row.eta_s is not None and row.max_steps and row.step is not None
-             and row.max_steps > row.step]
-    running = sum(row.state == "running" for row in rows)
-    if not rates or not running:
+    """Seconds until every unfinished run is done: the longest of the sweeps' ETAs (rlscale.sweep.eta); None
+    while one of them has measured too little (no update and later eval yet)."""
+    groups = by_sweep(rows)
+    if not groups or any(row.timing is None for row in rows if row.state in UNFINISHED):
         return None
-    left = sum(max(0, (row.max_steps or 0) - (row.step or 0)) for row in rows
-               if row.state in ("running", "pending", "preempted"))
-    return left * (sum(rates) / len(rates)) / running
+    sweeps = [etas([rows[i].timing for i in members])[1] for members in groups.values()
+              if any(rows[i].state in UNFINISHED for i in members)]
+    return None if not sweeps or None in sweeps else max(sweeps)
 
 
 def summary(rows: Sequence[RunProgress]) -> str:
@@ -87,6 +85,9 @@ def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs",
         rows = shown_rows
     for row in rows:
         step = "" if row.step is None else f"{row.step}/{row.max_steps}" if row.max_steps else str(row.step)
+        if warming_up(row):
+            running = row.timing.running_s
+            step = f"warming up ({_duration(running)})" if running is not None else "warming up"
         reward = "" if row.val_reward is None else f"{row.val_reward:.3f}"
         state = f"[{STATE_STYLE[row.state]}]{row.state}[/]" if row.state in STATE_STYLE else shown(row.state)
         reason = "" if row.state in ("done", "running") else row.reason
@@ -98,22 +99,36 @@ def progress_table(rows: Sequence[RunProgress], title: str = "rlscale runs",
 def watch(poll: Callable[[], List[RunProgress]], console: Console, interval_s: float = 2.0,
           title: str = "rlscale runs") -> List[RunProgress]:
     """Until every run is finished (or lost): on a terminal, redraw the progress table every
-    ``interval_s`` (``progress_table`` with the terminal's height); otherwise print one line per change
-    of a run's state (``state_lines``), then the summary."""
+    ``interval_s`` (``progress_table`` with the terminal's height, the summary under it); otherwise print one line per change
+    of a run's state (``state_line``), the summary with its ETA once the ETA is measured and after each change
+    of state, and the summary at the end."""
     if not console.is_terminal:
         return _watch_lines(poll, console.file, interval_s)
     rows = poll()
-    with Live(progress_table(rows, title, _rows_that_fit(console)), console=console, refresh_per_second=4,
-              transient=False) as live:
+    with Live(_live_table(rows, title, console), console=console, refresh_per_second=4, transient=False) as live:
         while not all(row.finished for row in rows):
             time.sleep(interval_s)
             rows = poll()
-            live.update(progress_table(rows, title, _rows_that_fit(console)))
+            live.update(_live_table(rows, title, console))
     return rows
+
+
+def _live_table(rows: Sequence[RunProgress], title: str, console: Console) -> Table:
+    """The progress table with the terminal's height; the summary (with the sweep's ETA) under it, unless its
+    first row already holds it."""
+    table = progress_table(rows, title, _rows_that_fit(console))
+    if len(rows) <= _rows_that_fit(console):
+        table.caption = summary(rows)
+    return table
 
 
 def _rows_that_fit(console: Console) -> int:
     return max(1, console.height - 8)  # the title, header, rules and the sweep's own lines
+
+
+def warming_up(row: RunProgress) -> bool:
+    """Running, and no update yet: loading the model, compiling, the step-0 eval."""
+    return row.state == "running" and row.timing is not None and row.timing.times.update_s is None
 
 
 def state_line(row: RunProgress) -> str:
@@ -130,12 +145,17 @@ def state_line(row: RunProgress) -> str:
 
 def _watch_lines(poll: Callable[[], List[RunProgress]], out: TextIO, interval_s: float) -> List[RunProgress]:
     seen: Dict[str, str] = {}
+    timed = False
     while True:
         rows = poll()
-        for row in rows:
-            if seen.get(str(row.ref.run_dir)) != row.state:
-                seen[str(row.ref.run_dir)] = row.state
-                out.write(state_line(row) + "\n")
+        changed = [row for row in rows if seen.get(str(row.ref.run_dir)) != row.state]
+        for row in changed:
+            seen[str(row.ref.run_dir)] = row.state
+            out.write(state_line(row) + "\n")
+        known = overall_eta(rows) is not None
+        if known and (changed or not timed) and not all(row.finished for row in rows):
+            out.write(summary(rows) + "\n")  # the ETA once it is measured, then at each change of state
+        timed = timed or known
         out.flush()
         if all(row.finished for row in rows):
             out.write(summary(rows) + "\n")

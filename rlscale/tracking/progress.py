@@ -1,6 +1,7 @@
 """The progress display of ``rlscale run``: on a terminal a rich progress bar (step of max_steps, latest
-train and validation pass rates, ETA); otherwise (piped, nohup, a SLURM log) one plain line every
-``every_s`` seconds and at the last step, so logs stay readable."""
+train and validation pass rates, ETA; "warming up" until the first update); otherwise (piped, nohup, a SLURM
+log) a line as the run starts warming up, then one plain line every ``every_s`` seconds and at the last step, so
+logs stay readable."""
 from __future__ import annotations
 
 import sys
@@ -27,19 +28,29 @@ def _rewards(record: Dict, last: Dict[str, float]) -> str:
     return "  ".join(p for p in parts if p)
 
 
+WARMING_UP = "warming up (loading the model, compiling, the step-0 eval)"
+
+
 class ProgressBar:
-    """A rich progress bar; ``write`` advances it to the record's step."""
+    """A rich progress bar; ``write`` advances it to the record's step. Until the first update it says that the
+    run is warming up. ``console``: where it draws, which the run's log handler shares (rlscale.train.logs)."""
 
     def __init__(self, title: str, max_steps: int, console: Optional[Console] = None):
         self.last: Dict[str, float] = {}
+        self.console = console or Console(stderr=True)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[rewards]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=console or Console(stderr=True), transient=False)
-        self.task = self.progress.add_task(title, total=max_steps, rewards="")
+                                 TextColumn("{task.fields[rewards]}"), TimeElapsedColumn(),
+                                 TextColumn("{task.fields[eta]}"), TimeRemainingColumn(), console=self.console,
+                                 transient=False)
+        self.task = self.progress.add_task(title, total=max_steps, rewards=WARMING_UP, eta="")
         self.progress.start()
 
     def write(self, record: Dict) -> None:
-        self.progress.update(self.task, completed=int(record.get("step", 0)), rewards=_rewards(record, self.last))
+        rewards = _rewards(record, self.last)
+        warming = "reward" not in self.last  # no train line yet
+        self.progress.update(self.task, completed=int(record.get("step", 0)),
+                             rewards=f"{WARMING_UP}  {rewards}".rstrip() if warming else rewards,
+                             eta="" if warming else "ETA")
 
     def close(self) -> None:
         self.progress.stop()
@@ -57,6 +68,8 @@ class ProgressLines:
         self.start = clock()
         self.printed_at: Optional[float] = None
         self.first_step: Optional[int] = None
+        self.stream.write(f"{title}: {WARMING_UP}\n")
+        self.stream.flush()
 
     def write(self, record: Dict) -> None:
         step = int(record.get("step", 0))

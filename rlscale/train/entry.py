@@ -43,11 +43,14 @@ def train_run_dir(run_dir: Path, stop_at: Optional[int] = None, progress: bool =
     if finished(run_dir, cfg.trainer.max_steps):
         return RunState.DONE.value
     name, steps = f"{cfg.sweep}/{cfg.variant}", cfg.trainer.max_steps
-    with run_logging(run_dir, name, steps, progress_shown=progress) as sinks:
-        if progress:
-            from rlscale.tracking.progress import run_progress
+    display = None
+    if progress:
+        from rlscale.tracking.progress import run_progress
 
-            sinks.append(run_progress(name, steps))
+        display = run_progress(name, steps)
+    with run_logging(run_dir, name, steps, progress_shown=progress, console=getattr(display, "console", None)) as sinks:
+        if display is not None:
+            sinks.append(display)
         state = train(cfg, run_dir, stop_at, sinks)
         log.info("%s at step %s", state, read_status(run_dir).get("step"))
     return state

@@ -6,7 +6,8 @@ Metrics (results contract): a train line per update, an eval line at step 0 and 
 from the compute (``rlscale.engines.compile_cost``): every train line carries ``compile_s``, the seconds
 of its ``step_seconds`` spent compiling or capturing graphs (excluded from ``gpu_hours``), and the first
 train line after a start or resume carries ``startup_s``, the wall seconds from the start of the run to
-its first update (model load, engine construction, the step-0 eval with its compilation).
+its first update (model load, engine construction, the step-0 eval with its compilation); every eval line
+carries ``eval_s``, its wall seconds (the held-out split and the downstream sets), so ETAs count the evals.
 """
 from __future__ import annotations
 
@@ -197,6 +198,7 @@ class RunLoop:
         ``logger.completions_rows`` to the tracker's completions table."""
         c, t = self.comps, self.cfg.trainer
         rows = self.cfg.logger.completions_rows if self.tracker is not None else 0
+        start = time.perf_counter()
         result = evaluate(c.task, c.tok, c.generator, c.task.val_problems(), t.eval_samples, self.cfg.seed, self.step,
                           logged=max(t.eval_samples_logged, rows))
         samples = MetricsLog(self.samples_path)
@@ -204,7 +206,8 @@ class RunLoop:
             samples.append(record)
         downstream = {key: value for entry in c.downstream
                       for key, value in entry.evaluate(c.tok, c.generator, self.cfg.seed, self.step).items()}
-        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(), **result.metrics(), **downstream})
+        metrics.append({"step": self.step, "kind": "eval", **c.meter.as_metrics(), **result.metrics(), **downstream,
+                        "eval_s": time.perf_counter() - start})
         if rows and result.samples:
             self.tracker.completions(self.step, completion_rows(result.samples, rows))
 

@@ -115,7 +115,8 @@ def test_pipeline_dynamic_sampling_draws_more_groups_on_policy(tmp_path):
 
 
 TIMING_FIELDS = {"compile_s", "core_hours", "generator_idle_frac", "gpu_hours", "queue_depth", "samples_per_s",
-                 "startup_s", "step_seconds", "tokens_per_s", "trainer_wait_s", "weight_load_s", "weight_sync_s"}
+                 "startup_s", "step_seconds", "tokens_per_s", "trainer_wait_s", "weight_load_s", "weight_sync_s",
+                 "eval_s"}
 
 
 SCHEDULED = ("offpolicy.num_generators=2", "offpolicy.update_every_tokens=8")  # chunks finish in any order

@@ -26,7 +26,8 @@ SHORT = ["offpolicy=ppo", "offpolicy.batches_per_version=2", "batch.prompts=8", 
          "trainer.eval_samples=2", "trainer.eval_every=2", "trainer.checkpoint_every=3", "trainer.max_steps=8",
          "engine.threads=1"]
 TIMING_KEYS = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s",
-               "generator_idle_frac", "weight_sync_s", "queue_depth", "startup_s", "compile_s"}  # measured; all else must match
+               "generator_idle_frac", "weight_sync_s", "queue_depth", "startup_s", "compile_s",
+               "eval_s"}  # measured; all else must match
 
 
 def rlscale(*args: str, **kw) -> subprocess.Popen:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rlscale.cli.fit import fit_command
 from rlscale.fit.results import FitResults
-from rlscale.testing.curves import TABLE1, synthetic_curve
+from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 
 REQUIRED_COLUMNS = ["sweep", "variant", "seed", "x", "n_points", "cutoff", "R0", "A", "B", "C_mid", "A_lo", "A_hi",
                     "B_lo", "B_hi", "sse", "r2", "fit_until", "extrap_abs_err", "status", "message"]
@@ -174,25 +174,95 @@ def test_no_correction_judges_each_comparison_of_the_ranking_alone(results_dir, 
     assert "each at 5% alone" in result.output
 
 
-def test_fit_in_a_pipe_prints_a_line_every_ten_seconds():
-    """Runs fitted every 3 s in a pipe: a line when the runs are read, then one each time 10 s have passed since the
-    last line (not since the last run), and one at the end."""
+def _pipe_progress(times):
+    """A WorkProgress printing into a string, as in a pipe, on the clock ``times``."""
     import io
 
     from rich.console import Console
 
-    from rlscale.cli.fit import _progress
-
-    class Status:  # the spinner's text, which a pipe never shows
-        def update(self, text):
-            self.text = text
+    from rlscale.cli.progress import WorkProgress
 
     out = io.StringIO()
-    times = iter(range(0, 100, 3))
-    show = _progress(Console(file=out, width=200), Status(), "under r", clock=lambda: next(times))
+    clock = iter(times)
+    return WorkProgress(Console(file=out, width=200), clock=lambda: next(clock)), out
+
+
+def test_fit_in_a_pipe_prints_a_line_every_ten_seconds():
+    """Runs fitted every 3 s in a pipe: a line when the runs are read, then one each time 10 s have passed since the
+    last line (not since the last run)."""
+    from rlscale.cli.fit import announced
+
+    progress, out = _pipe_progress(range(0, 100, 3))
+    progress.phase("fitting")  # t=3: nothing yet
+    show = announced(progress, "under r")
     for done in range(9):
         show(done, 8)
-    assert out.getvalue().splitlines() == ["fitting 8 runs under r", "fitted 4/8 runs", "fitted 8/8 runs"]
+    # t=6 the first line; counts at t=9, 12, 15, 18 (run 3: 12 s since the first line), ..., 30 (run 7)
+    assert out.getvalue().splitlines() == ["fitting 8 runs under r", "fitting: run 3/8 (18 s)",
+                                           "fitting: run 7/8 (30 s)"]
+
+
+def test_a_long_phase_in_a_pipe_still_prints_a_line_every_ten_seconds():
+    """Comparing the variants reports no run: the heartbeat's ticks (one a second) print the phase once 10 s have
+    passed since the last line, so a pipe is never silent for longer."""
+    progress, out = _pipe_progress(range(0, 100))
+    progress.phase("comparing the variants")  # t=1
+    for _ in range(25):  # t=2..26
+        progress.tick()
+    assert out.getvalue().splitlines() == ["comparing the variants (10 s)", "comparing the variants (20 s)"]
+
+
+def test_the_heartbeat_prints_through_a_silent_phase():
+    """The real heartbeat thread, on a pipe console with a 0.2 s interval: lines come while the work is silent."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from rlscale.cli.progress import work_progress
+
+    out = io.StringIO()
+    with work_progress(Console(file=out, width=200), every_s=0.2) as progress:
+        progress.phase("comparing the variants")
+        time.sleep(2.5)
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 2 and all(line.startswith("comparing the variants (") for line in lines), lines
+
+
+def test_short_runs_that_fit_none_say_so_and_exit_1(tmp_path):
+    """Three runs of 2 evals in the window: the last progress line counts the runs fitted as the exit status
+    does (none: exit 1), not the runs tried."""
+    for name in ("scalerl", "math", "code"):
+        x, y = synthetic_curve(TABLE1[name], 2, 0.01, np.random.default_rng(0), x_max=16000)
+        write_run(tmp_path / "r" / "sw" / name, x, y)
+    result = _invoke(tmp_path / "r")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert [ln for ln in lines if ln.startswith("fitted")] == [lines[1]]
+    assert lines[1].startswith("fitted 0 of 3 runs in ") and lines[1].endswith("; not fitted: 3 too_few_points")
+    assert "no run fitted: nothing written" in result.output
+
+
+def test_three_hundred_runs_in_a_pipe(tmp_path):
+    """``rlscale fit`` of 300 runs, its stderr a file: the first line once the runs are read, the tally at the
+    end, every line a line of its own (no spinner frames or escape codes)."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(0)
+    for i in range(300):
+        x, y = synthetic_curve(TABLE1["scalerl"], 12, 0.01, rng)
+        write_run(tmp_path / "r" / "sw" / f"v{i // 3}_s{i % 3}", x, y, seed=i % 3)
+    with open(tmp_path / "err.txt", "w") as err:
+        proc = subprocess.run([sys.executable, "-m", "rlscale.cli", "fit", str(tmp_path / "r"), "--n-boot", "0"],
+                              stdout=subprocess.DEVNULL, stderr=err, timeout=600)
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    assert proc.returncode == 0, lines
+    assert lines[0] == f"fitting 300 runs under {tmp_path / 'r'} (0 bootstrap resamples)"
+    assert lines[-1].startswith("fitted 300 of 300 runs in ")
+    assert all(ln.startswith(("fitting", "fitted", "reading the runs (", "comparing the variants (", "refitting"))
+               for ln in lines), lines
+    assert "\x1b" not in "".join(lines)
 
 
 def test_an_unbounded_bootstrap_is_refused_with_its_cost(results_dir, tmp_path):

@@ -9,6 +9,7 @@ import yaml
 
 from rlscale.runfolder.names import name_problem, run_name
 from rlscale.train.entry import named_run, prepare_run_dir
+from rlscale.tracking.progress import WARMING_UP, ProgressBar
 from rlscale.train.logs import run_logging
 from rlscale.train.records import ABSENT, PACKAGES, package_version
 
@@ -55,9 +56,38 @@ def test_a_runs_log_lines_carry_its_name_in_its_train_log(tmp_path, caplog):
         sinks[0].write({"step": 4, "kind": "eval", "val_reward": 0.5})
     log.warning("after the run")
     lines = (tmp_path / "train.log").read_text().splitlines()
-    assert len(lines) == 3 and all("[sw/one]" in line for line in lines), lines
-    assert lines[0].endswith("rlscale.test WARNING first 1")
-    assert lines[1].endswith("rlscale.progress INFO train: step 4/4  val pass 0.500")
+    assert len(lines) == 5 and all("[sw/one]" in line for line in lines), lines
+    assert lines[0].endswith(f"rlscale.progress INFO train: {WARMING_UP}") and lines[0][-50:] == lines[3][-50:]
+    assert lines[1].endswith("rlscale.test WARNING first 1")
+    assert lines[2].endswith("rlscale.progress INFO train: step 4/4  val pass 0.500")
     shown = caplog.text  # what the process's own log handlers wrote, formatted by them
     assert shown.count("train: step 4/4") == 1  # there only where no progress display shows the steps
     assert "[sw/one] rlscale.test WARNING first 1" in shown and "[sw/one]" not in shown.splitlines()[-1]
+
+
+def test_log_lines_are_drawn_above_the_progress_bar(tmp_path, capsys):
+    """With a progress bar, the process's log lines go through rich's handler on the bar's console (never a plain
+    write to stderr that would cut the bar), with the run's name; matplotlib's font manager says nothing; the bar
+    says it is warming up until the first update."""
+    import io
+
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    bar = ProgressBar("sw/one", 4, console=console)
+    with run_logging(tmp_path, "sw/one", 4, progress_shown=True, console=console) as sinks:
+        sinks.append(bar)
+        bar.write({"step": 0, "kind": "eval", "val_reward": 0.2})
+        assert bar.progress.tasks[0].fields["rewards"].startswith(WARMING_UP)
+        logging.getLogger("rlscale.train").warning("step 1: truncation rate 11%")
+        logging.getLogger("matplotlib.font_manager").info("generated new fontManager")
+        bar.write({"step": 1, "kind": "train", "reward": 0.1})
+        assert bar.progress.tasks[0].fields["rewards"] == "reward 0.100  val 0.200"
+        bar.close()
+    shown = out.getvalue()
+    assert "[sw/one] rlscale.train step 1: truncation rate 11%" in shown and "WARNING" in shown
+    assert "fontManager" not in shown and "fontManager" not in (tmp_path / "train.log").read_text()
+    assert capsys.readouterr().err == ""
+    assert not any(isinstance(h, RichHandler) for h in logging.getLogger().handlers)  # the block's alone

@@ -72,6 +72,7 @@ def test_plain_progress_lines_are_periodic_and_end_at_the_last_step():
         lines.write({"step": step, "kind": "train", "reward": 0.1 * step})
     lines.write({"step": 4, "kind": "eval", "val_reward": 0.6})
     assert out.getvalue().splitlines() == [
+        "default/run: warming up (loading the model, compiling, the step-0 eval)",
         "default/run: step 0/4  val pass 0.200",
         "default/run: step 3/4  train reward (+-1) 0.300  val pass 0.200  eta 0m13s",  # 40 s for 3 steps: 13.3 s for the last
         "default/run: step 4/4  train reward (+-1) 0.400  val pass 0.600  eta 0m00s",
