@@ -84,7 +84,7 @@ def test_log_lines_are_drawn_above_the_progress_bar(tmp_path, capsys):
         logging.getLogger("rlscale.train").warning("step 1: truncation rate 11%")
         logging.getLogger("matplotlib.font_manager").info("generated new fontManager")
         bar.write({"step": 1, "kind": "train", "reward": 0.1})
-        assert bar.progress.tasks[0].fields["rewards"] == "reward 0.100  val 0.200"
+        assert bar.progress.tasks[0].fields["rewards"] == "train reward (+-1) 0.100  val pass 0.200"
         bar.close()
     shown = out.getvalue()
     assert "[sw/one] rlscale.train step 1: truncation rate 11%" in shown and "WARNING" in shown
