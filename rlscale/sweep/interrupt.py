@@ -1,0 +1,126 @@
+"""What ``rlscale sweep`` does when it is signalled: SIGINT (Ctrl-C in its terminal) or SIGTERM (``kill``, a
+job scheduler, a closing session).
+
+- A foreground sweep of local lanes owns its lanes: it stops them with every process they started (as
+  ``rlscale cancel`` does), marks their unfinished runs failed with the reason ``interrupted (SIG...)``, and says
+  so in one line; rerunning the same command resumes those runs from their last checkpoints.
+- A detached sweep's lanes, and a SLURM sweep's jobs, outlive the command by design: the one line says that they
+  go on, and how to follow, stop and resume them.
+- A signal before anything was submitted stops the command; the line says that nothing runs.
+
+The exit status is 128 + the signal's number (130, 143), and no traceback is printed. A signal that comes while
+the sweep submits is acted on once the jobs are recorded in sweep.json (``SweepSignals.deferred``), so no job
+runs unrecorded. Local lanes start with SIGINT ignored (``sigint_ignored``): the terminal sends Ctrl-C to the
+sweep's whole process group, and a lane's submitit controller and trainers then leave it to the sweep, which
+stops them itself, instead of each dying on its own (a KeyboardInterrupt traceback from each).
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Dict, Iterator, Optional
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM reached ``rlscale sweep`` (a BaseException, as KeyboardInterrupt is: no ``except
+    Exception`` on the way takes it for a failure of what it interrupted)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class SweepSignals:
+    """Inside ``with SweepSignals() as signals:``, SIGINT and SIGTERM raise ``Interrupted`` in the main thread;
+    inside ``signals.deferred()`` the first of them is kept and raised at the block's end; inside
+    ``signals.ignored()`` (stopping the lanes) they are dropped."""
+
+    def __init__(self) -> None:
+        self.mode = "raise"
+        self.pending: Optional[int] = None
+        self.previous: Dict[int, object] = {}
+
+    def __enter__(self) -> "SweepSignals":
+        if threading.current_thread() is threading.main_thread():  # only there can handlers be set
+            self.previous = {signum: signal.signal(signum, self._handle) for signum in SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.mode == "raise":
+            raise Interrupted(signum)
+        if self.mode == "defer" and self.pending is None:
+            self.pending = signum
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A signal inside the block raises ``Interrupted`` once the block is over."""
+        self.mode = "defer"
+        try:
+            yield
+        finally:
+            self.mode = "raise"
+            pending, self.pending = self.pending, None
+            if pending is not None:
+                raise Interrupted(pending)
+
+    @contextmanager
+    def ignored(self) -> Iterator[None]:
+        self.mode = "ignore"
+        try:
+            yield
+        finally:
+            self.mode = "raise"
+
+
+@contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Processes started inside the block begin with SIGINT ignored (an ignored signal stays ignored across
+    fork and exec; Python then installs no KeyboardInterrupt handler). This process ignores it for as long."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupted_reason(stop: Interrupted) -> str:
+    """The reason written into the status.json of a run the sweep stopped."""
+    return f"interrupted ({stop.name} to rlscale sweep); rerun the sweep to resume it from its last checkpoint"
+
+
+def stop_line(stop: Interrupted, sweep_dir: Optional[Path], launcher: Optional[str], jobs: Dict[str, str],
+              detach: bool) -> str:
+    """What the sweep does on ``stop``, in one line: stop its local lanes (foreground), or say that its jobs
+    go on. ``jobs``: the runs this command submitted, with their job ids (empty: nothing submitted)."""
+    if sweep_dir is None or not jobs:
+        return f"interrupted ({stop.name}) before this command submitted any run; nothing it started runs"
+    if launcher == "local" and not detach:
+        from rlscale.sweep.cancel import cancel_jobs
+
+        done = cancel_jobs(sweep_dir, reason=interrupted_reason(stop), only=set(jobs.values()))
+        runs = ", ".join(sorted(path.name for path in done.runs)) or "none"
+        lanes = len(done.jobs.get("local", []))
+        return (f"interrupted ({stop.name}): stopped {lanes} lane(s) of {sweep_dir}; unfinished runs marked failed "
+                f"(interrupted): {runs}; rerun the same command to resume them from their last checkpoints")
+    ids = sorted(set(jobs.values()))
+    return (f"interrupted ({stop.name}): the {len(ids)} {launcher} job(s) of {sweep_dir} go on; follow with "
+            f"rlscale status {sweep_dir}, stop with rlscale cancel {sweep_dir}, resume by rerunning the same command")
