@@ -43,7 +43,8 @@ class Interrupted(BaseException):
 
 
 class SweepSignals:
-    """Inside ``with SweepSignals() as signals:``, SIGINT and SIGTERM raise ``Interrupted`` in the main thread;
+    """Inside ``with SweepSignals() as signals:``, SIGINT and SIGTERM (unless this process started with them
+    ignored, as a shell's background job starts with SIGINT) raise ``Interrupted`` in the main thread;
     inside ``signals.deferred()`` the first of them is kept and raised at the block's end; inside
     ``signals.ignored()`` (stopping the lanes) they are dropped."""
 
@@ -54,7 +55,8 @@ class SweepSignals:
 
     def __enter__(self) -> "SweepSignals":
         if threading.current_thread() is threading.main_thread():  # only there can handlers be set
-            self.previous = {signum: signal.signal(signum, self._handle) for signum in SIGNALS}
+            self.previous = {signum: signal.signal(signum, self._handle) for signum in SIGNALS
+                             if signal.getsignal(signum) is not signal.SIG_IGN}  # a background job's SIGINT
         return self
 
     def __exit__(self, *exc) -> None:
