@@ -96,10 +96,12 @@ def sweep_command(
         except SubmissionFailed as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
-        except Interrupted as stop:
-            with signals.ignored():  # stopping the lanes is not itself interrupted
+        except Interrupted as stop:  # further signals are dropped: stopping the lanes is not interrupted
+            try:
                 line = stop_line(stop, plan.sweep_dir if plan else None, plan.record.launcher if plan else None,
                                  jobs, detach)
+            except SpecError as err:  # a lane that outlived its kill, SLURM not answering
+                line = f"interrupted ({stop.name}); error: {err}"
             typer.echo(printable(line), err=True)
             raise typer.Exit(stop.exit_code)
 

@@ -44,9 +44,9 @@ class Interrupted(BaseException):
 
 class SweepSignals:
     """Inside ``with SweepSignals() as signals:``, SIGINT and SIGTERM (unless this process started with them
-    ignored, as a shell's background job starts with SIGINT) raise ``Interrupted`` in the main thread;
-    inside ``signals.deferred()`` the first of them is kept and raised at the block's end; inside
-    ``signals.ignored()`` (stopping the lanes) they are dropped."""
+    ignored, as a shell's background job starts with SIGINT) raise ``Interrupted`` in the main thread, once:
+    the signals after it are dropped while the sweep acts on it. Inside ``signals.deferred()`` the first of
+    them is kept and raised at the block's end."""
 
     def __init__(self) -> None:
         self.mode = "raise"
@@ -65,6 +65,7 @@ class SweepSignals:
 
     def _handle(self, signum: int, frame) -> None:
         if self.mode == "raise":
+            self.mode = "ignore"  # acted on once: a second Ctrl-C never interrupts the stopping of the lanes
             raise Interrupted(signum)
         if self.mode == "defer" and self.pending is None:
             self.pending = signum
@@ -76,18 +77,10 @@ class SweepSignals:
         try:
             yield
         finally:
-            self.mode = "raise"
             pending, self.pending = self.pending, None
+            self.mode = "raise" if pending is None else "ignore"
             if pending is not None:
                 raise Interrupted(pending)
-
-    @contextmanager
-    def ignored(self) -> Iterator[None]:
-        self.mode = "ignore"
-        try:
-            yield
-        finally:
-            self.mode = "raise"
 
 
 @contextmanager
