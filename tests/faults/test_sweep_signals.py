@@ -127,3 +127,18 @@ def test_a_sweep_signalled_before_it_submits_says_nothing_runs(spec, tmp_path):
     assert sent.returncode == 143, sent.stdout + sent.stderr
     assert one_line(sent.stderr) == "interrupted (SIGTERM) before this command submitted any run; nothing it started runs"
     assert not (tmp_path / "results" / "sig" / ".submitit").exists()
+
+
+@pytest.mark.slurm
+def test_a_signalled_slurm_sweep_says_its_jobs_go_on(slurm_cluster, spec, tmp_path):
+    results = tmp_path / "results"
+    sent = rlscale("sweep", f"conf={spec}", "launcher=slurm", "--results", results,
+                   fault={"at": "submit", "call": 1, "phase": "after", "signal": "SIGINT"})
+    assert sent.returncode == 130, sent.stdout + sent.stderr
+    sweep_dir = results / "sig"
+    assert one_line(sent.stderr) == (f"interrupted (SIGINT): the 1 slurm job(s) of {sweep_dir} go on; follow with "
+                                     f"rlscale status {sweep_dir}, stop with rlscale cancel {sweep_dir}, resume by "
+                                     "rerunning the same command")
+    job = lane_of(results)
+    cancelled = CliRunner().invoke(app, ["cancel", str(results)])
+    assert cancelled.exit_code == 0 and f"slurm {job}" in cancelled.output, cancelled.output
