@@ -15,12 +15,13 @@ from rlscale.sweep.status import collect, refs_under
 from rlscale.runfolder.lock import FolderLock
 from rlscale.runfolder.names import printable, shown
 from rlscale.sweep.detach import streams_detached
-from rlscale.sweep.interrupt import Interrupted, SweepSignals, stop_line
+from rlscale.sweep.interrupt import Interrupted, SweepSignals
 from rlscale.sweep.memory_table import memory_table
 from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.selection import parse_only, parse_seeds
 from rlscale.sweep.orchestrator import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
+from rlscale.sweep.stop import stop_line
 from rlscale.sweep.table import progress_table, specs_table, summary, variants_table, watch
 
 T = TypeVar("T")

@@ -1,5 +1,5 @@
-"""What ``rlscale sweep`` does when it is signalled: SIGINT (Ctrl-C in its terminal) or SIGTERM (``kill``, a
-job scheduler, a closing session).
+"""How ``rlscale sweep`` takes a signal: SIGINT (Ctrl-C in its terminal) or SIGTERM (``kill``, a job scheduler,
+a closing session). What it then does (rlscale.sweep.stop):
 
 - A foreground sweep of local lanes owns its lanes: it stops them with every process they started (as
   ``rlscale cancel`` does), marks their unfinished runs failed with the reason ``interrupted (SIG...)``, and says
@@ -19,7 +19,6 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Dict, Iterator, Optional
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -95,27 +94,3 @@ def sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def interrupted_reason(stop: Interrupted) -> str:
-    """The reason written into the status.json of a run the sweep stopped."""
-    return f"interrupted ({stop.name} to rlscale sweep); rerun the sweep to resume it from its last checkpoint"
-
-
-def stop_line(stop: Interrupted, sweep_dir: Optional[Path], launcher: Optional[str], jobs: Dict[str, str],
-              detach: bool) -> str:
-    """What the sweep does on ``stop``, in one line: stop its local lanes (foreground), or say that its jobs
-    go on. ``jobs``: the runs this command submitted, with their job ids (empty: nothing submitted)."""
-    if sweep_dir is None or not jobs:
-        return f"interrupted ({stop.name}) before this command submitted any run; nothing it started runs"
-    if launcher == "local" and not detach:
-        from rlscale.sweep.cancel import cancel_jobs
-
-        done = cancel_jobs(sweep_dir, reason=interrupted_reason(stop), only=set(jobs.values()))
-        runs = ", ".join(sorted(path.name for path in done.runs)) or "none"
-        lanes = len(done.jobs.get("local", []))
-        return (f"interrupted ({stop.name}): stopped {lanes} lane(s) of {sweep_dir}; unfinished runs marked failed "
-                f"(interrupted): {runs}; rerun the same command to resume them from their last checkpoints")
-    ids = sorted(set(jobs.values()))
-    return (f"interrupted ({stop.name}): the {len(ids)} {launcher} job(s) of {sweep_dir} go on; follow with "
-            f"rlscale status {sweep_dir}, stop with rlscale cancel {sweep_dir}, resume by rerunning the same command")

@@ -15,8 +15,6 @@ import errno
 import os
 from pathlib import Path
 
-import pytest
-
 from rlscale.config import typed
 from rlscale.runfolder import atomic, metrics
 from rlscale.train.entry import prepare_run_dir, train_run_dir
