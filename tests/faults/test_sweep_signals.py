@@ -96,16 +96,22 @@ def test_a_signalled_foreground_sweep_stops_its_lane_and_a_rerun_resumes_it(spec
     assert_same_results(run_dir, reference)
 
 
+def signalled_after_submitting(spec: Path, results: Path, name: str, launcher: str, *args: str) -> None:
+    """The sweep, signalled ``name`` once its one job is submitted, exits 128 + the number saying that the job
+    goes on and how to follow, stop and resume it."""
+    sent = rlscale("sweep", f"conf={spec}", "--results", results, *args,
+                   fault={"at": "submit", "call": 1, "phase": "after", "signal": name})
+    assert sent.returncode == 128 + getattr(signal, name), sent.stdout + sent.stderr
+    sweep_dir = results / "sig"
+    assert one_line(sent.stderr) == (f"interrupted ({name}): the 1 {launcher} job(s) of {sweep_dir} go on; follow "
+                                     f"with rlscale status {sweep_dir}, stop with rlscale cancel {sweep_dir}, "
+                                     "resume by rerunning the same command")
+
+
 def test_a_detached_sweep_signalled_as_it_submits_says_its_lane_goes_on(spec, reference, tmp_path):
     results = tmp_path / "results"
-    sent = rlscale("sweep", f"conf={spec}", "--results", results, "--detach",
-                   fault={"at": "submit", "call": 1, "phase": "after", "signal": "SIGTERM"})
-    assert sent.returncode == 143, sent.stdout + sent.stderr
-    sweep_dir = results / "sig"
-    assert one_line(sent.stderr) == (f"interrupted (SIGTERM): the 1 local job(s) of {sweep_dir} go on; follow with "
-                                     f"rlscale status {sweep_dir}, stop with rlscale cancel {sweep_dir}, resume by "
-                                     "rerunning the same command")
-    run_dir = sweep_dir / RUN
+    signalled_after_submitting(spec, results, "SIGTERM", "local", "--detach")
+    run_dir = results / "sig" / RUN
     wait_for(lambda: not alive("local", [lane_of(results)]), "the detached lane to end", timeout=300)
     assert state_of(run_dir)["state"] == "done"
     assert_same_results(run_dir, reference)
@@ -132,13 +138,7 @@ def test_a_sweep_signalled_before_it_submits_says_nothing_runs(spec, tmp_path):
 @pytest.mark.slurm
 def test_a_signalled_slurm_sweep_says_its_jobs_go_on(slurm_cluster, spec, tmp_path):
     results = tmp_path / "results"
-    sent = rlscale("sweep", f"conf={spec}", "launcher=slurm", "--results", results,
-                   fault={"at": "submit", "call": 1, "phase": "after", "signal": "SIGINT"})
-    assert sent.returncode == 130, sent.stdout + sent.stderr
-    sweep_dir = results / "sig"
-    assert one_line(sent.stderr) == (f"interrupted (SIGINT): the 1 slurm job(s) of {sweep_dir} go on; follow with "
-                                     f"rlscale status {sweep_dir}, stop with rlscale cancel {sweep_dir}, resume by "
-                                     "rerunning the same command")
+    signalled_after_submitting(spec, results, "SIGINT", "slurm", "launcher=slurm")
     job = lane_of(results)
     cancelled = CliRunner().invoke(app, ["cancel", str(results)])
     assert cancelled.exit_code == 0 and f"slurm {job}" in cancelled.output, cancelled.output
