@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 INJECT = Path(__file__).with_name("inject.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +20,7 @@ TIMING = {"compile_s", "core_hours", "generator_idle_frac", "gpu_hours", "queue_
           "step_seconds", "tokens_per_s", "trainer_wait_s", "weight_load_s", "weight_sync_s"}
 
 
-def rlscale(*args, fault: dict = None, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
+def rlscale(*args, fault: Optional[dict] = None, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
     """``rlscale ARGS`` in a process of its own; with ``fault``, through inject.py."""
     head = [sys.executable, str(INJECT), json.dumps(fault)] if fault else [sys.executable, "-m", "rlscale.cli"]
     return subprocess.run([*head, *map(str, args)], capture_output=True, text=True, timeout=timeout,
@@ -28,8 +29,6 @@ def rlscale(*args, fault: dict = None, timeout: float = 600, **kw) -> subprocess
 
 def environment() -> dict:
     """This environment with the checkout first on PYTHONPATH (inject.py imports rlscale as a script)."""
-    import os
-
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
