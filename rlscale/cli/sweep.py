@@ -16,11 +16,13 @@ from rlscale.sweep.status_json import status_json
 from rlscale.runfolder.lock import FolderLock
 from rlscale.runfolder.names import printable, shown
 from rlscale.sweep.detach import streams_detached
+from rlscale.sweep.interrupt import Interrupted, SweepSignals
 from rlscale.sweep.memory_table import memory_table
 from rlscale.sweep.prune import advance, pruning_summary
 from rlscale.sweep.selection import parse_only, parse_seeds
 from rlscale.sweep.orchestrator import SubmissionFailed, SweepPlan, SweepRequest, decide, plan_sweep, submit_sweep, write_scripts, write_sweep
 from rlscale.sweep.spec import SpecError
+from rlscale.sweep.stop import stop_line
 from rlscale.sweep.table import progress_table, specs_table, summary, variants_table, watch
 
 T = TypeVar("T")
@@ -56,7 +58,8 @@ def sweep_command(
     """Run a sweep: expand and validate every variant, write results/<sweep>/, submit through submitit
     (local executor, or SLURM job arrays with launcher=slurm) and show progress until done. --dry-run also
     prints each job's estimated memory per GPU. Rerunning
-    the same command skips finished runs and resubmits failed or missing ones."""
+    the same command skips finished runs and resubmits failed or missing ones. Ctrl-C or SIGTERM stops a
+    foreground sweep's local lanes (their runs resume on a rerun); detached and SLURM jobs go on."""
     if config_path is not None:
         set_config_path(config_path)
     if config_dir is not None:
@@ -65,7 +68,9 @@ def sweep_command(
     if list_specs:
         console.print(specs_table(), markup=False)
         return
-    with ExitStack() as held:
+    plan: Optional[SweepPlan] = None
+    jobs: Dict[str, str] = {}
+    with SweepSignals() as signals, ExitStack() as held:
         try:
             request = SweepRequest(args=tuple(overrides or ()), seeds=parse_seeds(seeds), only=parse_only(only),
                                    force=force, results=results, prune=prune, resume_pruned=resume_pruned)
@@ -84,15 +89,23 @@ def sweep_command(
                 console.print(f"wrote {len(scripts)} sbatch scripts to {scripts[0].parent}/{removed} and the run "
                               f"configs under {plan.sweep_dir}/; nothing submitted", markup=False)
                 return
-            with streams_detached() if detach else nullcontext():
+            with signals.deferred(), streams_detached() if detach else nullcontext():
                 jobs = submit_sweep(plan)
+            _follow(plan, jobs, detach, console)
         except SpecError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2)
         except SubmissionFailed as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
-        _follow(plan, jobs, detach, console)
+        except Interrupted as stop:  # further signals are dropped: stopping the lanes is not interrupted
+            try:
+                line = stop_line(stop, plan.sweep_dir if plan else None, plan.record.launcher if plan else None,
+                                 jobs, detach)
+            except SpecError as err:  # a lane that outlived its kill, SLURM not answering
+                line = f"interrupted ({stop.name}); error: {err}"
+            typer.echo(printable(line), err=True)
+            raise typer.Exit(stop.exit_code)
 
 
 def _follow(plan: SweepPlan, jobs: Dict[str, str], detach: bool, console: Console) -> None:
@@ -111,11 +124,7 @@ def _follow(plan: SweepPlan, jobs: Dict[str, str], detach: bool, console: Consol
             advance(plan.sweep_dir, plan.record, pruning)
         return collect(refs)
 
-    try:
-        rows = watch(poll, console, title=f"sweep {plan.spec.name}")
-    except KeyboardInterrupt:
-        console.print("interrupted; rerun the same command to resume the unfinished runs")
-        raise typer.Exit(130)
+    rows = watch(poll, console, title=f"sweep {plan.spec.name}")  # SIGINT, SIGTERM: rlscale.sweep.interrupt
     if plan.pruning is not None:
         state = advance(plan.sweep_dir, plan.record, plan.pruning)
         console.print(pruning_summary(state))

@@ -63,13 +63,20 @@ class MetricsLog:
 
     def append(self, record: Dict) -> None:
         """Append one line; a write the file system refuses (a full disk) is a MetricsWriteError naming the
-        file. A part-written line is cut by the next writer (``_drop_torn_tail``) and skipped by readers."""
-        line = json.dumps(record, sort_keys=True, allow_nan=True)
+        file, and what it had taken of the line is cut again, so the file still ends at a line end. A line a
+        kill cut short is cut by the next writer (``_drop_torn_tail``) and skipped by readers."""
+        data = (json.dumps(record, sort_keys=True, allow_nan=True) + "\n").encode("utf-8")
         try:
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            with open(self.path, "ab", buffering=0) as fh:
+                end = fh.seek(0, os.SEEK_END)
+                try:
+                    written = 0
+                    while written < len(data):
+                        written += fh.write(data[written:])
+                    os.fsync(fh.fileno())
+                except OSError:
+                    fh.truncate(end)  # giving space back: a full disk allows it
+                    raise
         except OSError as err:
             raise MetricsWriteError(f"{self.path}: cannot append the step-{record.get('step')} line: "
                                     f"{(err.strerror or str(err)).lower()}") from None

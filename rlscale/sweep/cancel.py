@@ -14,7 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Set
+from typing import Dict, Iterable, List, Optional, Set
 
 from rlscale.runfolder.status import RunState, read_status, write_status
 from rlscale.sweep.dispatch import alive
@@ -33,13 +33,14 @@ class Cancellation:
     runs: List[Path] = field(default_factory=list)
 
 
-def cancel_jobs(root: Path) -> Cancellation:
-    """Stop every live job of the sweeps under ``root`` (a results root or a sweep folder) and mark their
-    unfinished runs cancelled. Raises SpecError when SLURM cannot be asked or refuses."""
+def cancel_jobs(root: Path, reason: str = CANCELLED, only: Optional[Set[str]] = None) -> Cancellation:
+    """Stop every live job of the sweeps under ``root`` (a results root or a sweep folder), or those of them
+    whose ids are in ``only``, and mark their unfinished runs failed with ``reason``. Raises SpecError when
+    SLURM cannot be asked or refuses."""
     refs = refs_under(root)
     jobs_of: Dict[str, Set[str]] = {}
     for ref, launcher in refs:
-        if ref.job:
+        if ref.job and (only is None or str(ref.job) in only):
             jobs_of.setdefault(launcher, set()).add(str(ref.job))
     done = Cancellation()
     for launcher, jobs in sorted(jobs_of.items()):
@@ -54,7 +55,7 @@ def cancel_jobs(root: Path) -> Cancellation:
         done.jobs[launcher] = sorted(live)
         for run_dir in unfinished:
             if read_status(run_dir)["state"] not in DONE_STATES:
-                write_status(run_dir, RunState.FAILED, CANCELLED)
+                write_status(run_dir, RunState.FAILED, reason)
                 done.runs.append(run_dir)
     return done
 

@@ -4,7 +4,8 @@
   one per ``launcher.gpus_per_node`` GPUs on a GPU machine, each lane seeing only its own, else one per
   usable core; ``launcher.max_parallel`` caps it); each lane is one local job that trains its runs in turn
   with ``cores // lanes`` threads. Job id = the local controller's process id; its logs and results are
-  ``.submitit/<id>_<task>_*`` in the sweep folder.
+  ``.submitit/<id>_<task>_*`` in the sweep folder. A lane starts with SIGINT ignored: a Ctrl-C in the sweep's
+  terminal is the sweep's to act on (rlscale.sweep.interrupt).
 - ``slurm``: one SLURM job array per distinct launcher config (usually one per sweep), one array task per
   run, ``launcher.array_parallelism`` at a time, with the options of ``rlscale.sweep.sbatch``; each job's logs and
   results are in ``.submitit/<id>/``.
@@ -25,6 +26,7 @@ import submitit
 from omegaconf import OmegaConf
 
 from rlscale.gpus import generator_gpus
+from rlscale.sweep.interrupt import sigint_ignored
 from rlscale.sweep.job import RunJob
 from rlscale.sweep.lanes import Lane, deal_lanes, machine_gpus, usable_cores
 from rlscale.sweep.resolve import ResolvedRun
@@ -81,8 +83,9 @@ def _submit_local(runs: Sequence[ResolvedRun], folder: Path, jobs: Dict[str, str
         executor.update_parameters(timeout_min=int(launcher.timeout_min) * len(members),
                                    signal_delay_s=int(launcher.signal_delay_s), setup=_setup_lines(runs),
                                    **lane.executor_parameters())
-        job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=lane.threads,
-                                     rungs=rungs, sweep_dir=sweep_dir if rungs else None))
+        with sigint_ignored():  # Ctrl-C is the sweep's to act on (rlscale.sweep.interrupt)
+            job = executor.submit(RunJob(run_dirs=tuple(r.run_dir for r in members), threads=lane.threads,
+                                         rungs=rungs, sweep_dir=sweep_dir if rungs else None))
         jobs.update({r.run.name: str(job.job_id) for r in members})
 
 

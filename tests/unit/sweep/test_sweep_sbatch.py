@@ -101,7 +101,8 @@ def test_newline_in_the_results_path_is_rejected(workdir):
 
 
 @pytest.mark.parametrize("line, says", [("cat <<EOF", "here-document at line 1 delimited by end-of-file"),
-                                        ("module load cuda \\", "ends with a backslash")])
+                                        ("module load cuda \\", "ends with a backslash"),
+                                        ('export X="unclosed', "unexpected EOF while looking for matching")])
 def test_a_setup_line_that_would_swallow_the_job_body_is_one_line(workdir, line, says):
     result = sweep("conf=loo", "launcher=slurm", f"launcher.setup=[{hydra_quote(line)}, 'echo after']", "--dry-run")
     errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
