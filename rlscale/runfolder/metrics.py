@@ -23,6 +23,11 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Sequence, Tuple
 
 COMPUTE_UNITS = ("gpu_hours", "core_hours", "flops", "samples", "tokens", "step")
+MEASURED_FIELDS = frozenset({"compile_s", "core_hours", "eval_s", "generator_idle_frac", "gpu_hours", "queue_depth",
+                             "samples_per_s", "startup_s", "step_seconds", "tokens_per_s", "trainer_wait_s",
+                             "weight_load_s", "weight_sync_s"})
+"""The fields a run measures with the clock rather than computes: two runs of one config (a resumed run and an
+uninterrupted one) differ in these only."""
 MAX_LINE_BYTES = 1 << 20  # a real line is a few hundred bytes
 FIRST_LINES_SHOWN = 3
 

@@ -9,15 +9,14 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from rlscale.runfolder.metrics import MEASURED_FIELDS
+
 INJECT = Path(__file__).with_name("inject.py")
 REPO = Path(__file__).resolve().parents[2]
 # 2 prompts x 2 generations per update, a 2-step warm-up, a checkpoint at every step
 TINY = ["model.warmup_steps=2", "trainer.eval_every=2", "trainer.checkpoint_every=1", "task.val_size=4",
         "task.train_size=16", "trainer.eval_samples=1", "batch.prompts=2", "batch.generations=2", "offpolicy=ppo",
         "offpolicy.batches_per_version=1", "engine.threads=1"]
-# measured, not computed: they differ between two runs of one config
-TIMING = {"compile_s", "core_hours", "generator_idle_frac", "gpu_hours", "queue_depth", "samples_per_s", "startup_s",
-          "step_seconds", "tokens_per_s", "trainer_wait_s", "weight_load_s", "weight_sync_s"}
 
 
 def rlscale(*args, fault: Optional[dict] = None, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
@@ -35,7 +34,7 @@ def environment() -> dict:
 def computed(run_dir: Path) -> List[dict]:
     """metrics.jsonl's lines less their timings."""
     lines = (Path(run_dir) / "metrics.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
+    return [{k: v for k, v in json.loads(line).items() if k not in MEASURED_FIELDS} for line in lines]
 
 
 def ends_at_line_end(path: Path) -> bool:

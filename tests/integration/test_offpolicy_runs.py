@@ -21,6 +21,7 @@ import torch
 
 from rlscale.config import compose_run_config, typed
 from rlscale.config.schema import OFFPOLICY_K
+from rlscale.runfolder.metrics import MEASURED_FIELDS
 from rlscale.train.checkpoint import read_seal, save_checkpoint
 from rlscale.train.offpolicy import pipeline
 from rlscale.train.loop import train
@@ -114,9 +115,7 @@ def test_pipeline_dynamic_sampling_draws_more_groups_on_policy(tmp_path):
     assert all(r["lag_max"] == 0 for r in lines)  # groups drawn on demand are sampled by the current weights
 
 
-TIMING_FIELDS = {"compile_s", "core_hours", "generator_idle_frac", "gpu_hours", "queue_depth", "samples_per_s",
-                 "startup_s", "step_seconds", "tokens_per_s", "trainer_wait_s", "weight_load_s", "weight_sync_s",
-                 "eval_s"}
+TIMING_FIELDS = MEASURED_FIELDS
 
 
 SCHEDULED = ("offpolicy.num_generators=2", "offpolicy.update_every_tokens=8")  # chunks finish in any order

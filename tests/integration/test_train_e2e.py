@@ -18,16 +18,14 @@ import pytest
 
 from rlscale.fit.api import fit_results
 from rlscale.fit.results import FitSettings
-from rlscale.runfolder.metrics import read_metrics
+from rlscale.runfolder.metrics import MEASURED_FIELDS, read_metrics
 
 pytestmark = pytest.mark.slow
 
 SHORT = ["offpolicy=ppo", "offpolicy.batches_per_version=2", "batch.prompts=8", "batch.generations=4", "task.val_size=40",
          "trainer.eval_samples=2", "trainer.eval_every=2", "trainer.checkpoint_every=3", "trainer.max_steps=8",
          "engine.threads=1"]
-TIMING_KEYS = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s",
-               "generator_idle_frac", "weight_sync_s", "queue_depth", "startup_s", "compile_s",
-               "eval_s"}  # measured; all else must match
+TIMING_KEYS = MEASURED_FIELDS  # measured; all else must match
 
 
 def rlscale(*args: str, **kw) -> subprocess.Popen:

@@ -12,7 +12,7 @@ from typing import Dict, List
 import pytest
 
 from rlscale.config import compose_run_config, typed
-from rlscale.runfolder.metrics import read_metrics
+from rlscale.runfolder.metrics import MEASURED_FIELDS, read_metrics
 from rlscale.sweep.spec import find_spec, load_spec
 from rlscale.train.loop import RunLoop
 
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.slow
 SHORT = ["batch.prompts=4", "curriculum.pool_size=8", "trainer.max_steps=4", "trainer.eval_every=4",
          "trainer.checkpoint_every=4", "engine.threads=1"]
 THRESHOLD = "curriculum.threshold=0.25"  # No-Positive-Resampling's knob: every run but the uniform one
-MEASURED = {"core_hours", "gpu_hours", "samples_per_s", "tokens_per_s", "step_seconds", "trainer_wait_s",
-            "generator_idle_frac", "weight_sync_s", "weight_load_s", "queue_depth"}
+MEASURED = MEASURED_FIELDS
 
 
 def train_lines(overrides: List[str], run_dir: Path) -> List[Dict]:
