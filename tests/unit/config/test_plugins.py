@@ -15,12 +15,12 @@ from plugin_package import (PACKAGE, REPORTED_RATIO, documented_examples, forget
 from rlscale.cli import app
 from rlscale.config import ConfigError, compose_run_config, typed
 from rlscale.config.registry import LOSS, TASK
-from rlscale.config.schema import TaskConfig
 from rlscale.rl import LossInputs, policy_loss
 from rlscale.config.reference import reference
 from rlscale.paths import CONFIG_PATH_ENV
 from rlscale.rl import losses
 from rlscale.rl.losses import LossConfig
+from rlscale.tasks.base import TaskConfig
 from rlscale.train.components import build_task
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "extending.md"
