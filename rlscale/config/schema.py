@@ -35,7 +35,8 @@ def option_default(axis: Axis, name: str, paper: str = "Sec. 3.2") -> Any:
 @dataclass
 class MixturePart:
     """One task of a mixture: its name (the suffix of its metrics, ``val_reward/<name>``), its share of the
-    training prompts and its own task config."""
+    training prompts and its own task config, typed by its ``task.name`` as the run's ``task`` is (a knob of
+    another task, ``mixture.parts.0.task.path`` on a reasoning_gym part, is refused naming the task that has it)."""
 
     name: str = knob("part", "the part's name, in its metrics: ``reward/<name>``, ``val_reward/<name>``")
     weight: float = knob(1.0, "its share of the RL pool's prompts, relative to the other parts' weights", gt=0)
@@ -162,7 +163,8 @@ class TrainerConfig:
 
 @dataclass
 class DownstreamSet:
-    """An eval set beside the run's own held-out split: another task's held-out prompts, scored by that task."""
+    """An eval set beside the run's own held-out split: another task's held-out prompts, scored by that task; its
+    task config is typed by its ``task.name`` as the run's ``task`` is."""
 
     name: str = knob("set", "the set's name, in its metrics: ``val_reward/<name>``")
     samples: int = knob(1, "samples per prompt of this set in an eval", ge=1)

@@ -121,7 +121,7 @@ PROMPTS = len(prompt_space())  # 2,105
 
 @dataclass
 class CodeTaskConfig(TaskConfig):
-    """Small Python functions from a fixed space of ``PROMPTS`` distinct prompts (``task.name=code``)."""
+    """Small Python functions from a fixed space of distinct prompts (``task.name=code``)."""
 
     name: str = knob("code", TASK_NAME, "Sec. 2")
     val_size: int = knob(400, "held-out validation prompts, the first of the seeded shuffle of the code task's "
@@ -130,7 +130,8 @@ class CodeTaskConfig(TaskConfig):
     answer_format: str = knob("exact", "how the answer is asked for and checked (``rlscale.tasks.answer_format``); "
                               "not math_verify: the answer is run as code", "Sec. 2", one_of=("exact", "tagged"))
     prompt_style: str = knob("expression", "``expression``: a compact line for the char-level tiny model (\"f(x): x "
-                             "times 3 plus 2\"); ``question``: a sentence asking a chat model for a ```python block",
+                             "times 3 plus 2\"); ``question``: a sentence asking a chat model for a fenced python "
+                             "block",
                              one_of=PROMPT_STYLES)
 
 
