@@ -17,6 +17,7 @@ from rlscale.tasks.base import TaskConfig
 from rlscale.tasks.champ import final_answer
 from rlscale.tasks.math import (VERIFY_TIMEOUT_S, MathTask, MathTaskConfig, OffThreadVerifier, held_out_split,
                                 math_verify_correct, read_problems)
+from rlscale.tasks.reasoning_gym import ReasoningGymConfig
 
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 TRAIN = DATA / "math__sampled_1_100_512.parquet"
