@@ -21,8 +21,9 @@ PROMPT_STYLES = ("expression", "question")  # a compact line for the char-level 
 @dataclass
 class TaskConfig:
     """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2). The knobs every task has; each
-    option's config class (the annotation of its task class's ``cfg``) adds its own, and the task class checks its
-    fields as the config is composed (its ``config_problems``), before any compute."""
+    option's config class (the annotation of its task class's ``cfg``) adds its own, and the fields' bounds and the
+    task class's own checks (its ``config_problems``) refuse a bad value as the config is composed, before any
+    compute."""
 
     name: str = knob("reasoning_gym", TASK_NAME, "Sec. 2")
     train_size: int = knob(2000, "training prompts (math: at most this many rows)", gt=0)
@@ -55,9 +56,10 @@ class Demonstration:
 
 class Task(Protocol):
     """A task class, built from its config: a ``TaskConfig``, or the subclass its ``cfg`` argument is annotated with
-    (the option's own knobs; a plug-in's too), which types the config section it is named in. It may also give a classmethod ``config_problems(cfg, where)
-    -> List[str]``: one line per problem of the config, ``field '<where>.<field>': ...``, found without building
-    it; validation calls it as the config is composed (every built-in task has one)."""
+    (the option's own knobs; a plug-in's too), which types the config section it is named in. It may also give a
+    classmethod ``config_problems(cfg, where) -> List[str]``: one line per problem of the config beyond its fields'
+    bounds, ``field '<where>.<field>': ...``, found without building it; validation calls it as the config is
+    composed (reasoning_gym's and math's check names, generator arguments, files and split sizes)."""
 
     name: str
 
