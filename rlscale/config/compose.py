@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import difflib
 import re
+import typing
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -238,6 +239,7 @@ def _validated(raw: DictConfig, source: str, written: bool = False, resolve: boo
                 unread[axis.section] = {**unread.get(axis.section, {}), **dropped}
         for where, key, entry in task_sections(fields):  # each part's and set's task, typed by its own name
             tasks[key], dropped = _option_section(TASK, entry.pop("task"), written, where, key)
+            _check_entry(entry, key, where.removesuffix(".task"))
             if dropped:
                 unread[where] = {**unread.get(where, {}), **dropped}
         # merge a plain copy: keys added with +key=... that the schema lacks then fail by name
@@ -302,8 +304,20 @@ def _option_section(axis: Axis, fields: Any, written: bool, where: str = "",
         line = (f"field '{where}.{unknown[0]}': {chosen}={name} has no such knob (its knobs: "
                 f"{', '.join(sorted(known - {'name'})) or 'none'}){hint}")
         raise ForeignKnob(line, f"{key}.{unknown[0]}") if elsewhere else ValueError(line)
+    return _merged(klass, section, where), dropped
+
+
+def _merged(klass: type, fields: Dict[str, Any], where: str) -> DictConfig:
+    """``fields`` typed by the dataclass ``klass``; ValueError naming the field at fault under ``where``."""
     try:
-        return OmegaConf.merge(OmegaConf.structured(klass), section), dropped
+        return OmegaConf.merge(OmegaConf.structured(klass), fields)
     except OmegaConfBaseException as err:
         failed = getattr(err, "full_key", None)
         raise ValueError(_field_error(f"{where}.{failed}" if failed else where, err)) from None
+
+
+def _check_entry(entry: Dict[str, Any], key: str, where: str) -> None:
+    """A mixture part's or downstream set's own fields (its task apart) checked against its class, so a field at
+    fault is named with its place (``mixture.parts[0].weight``): merged into the run's list, it is named alone."""
+    section, leaf = key.split(".")[:2]
+    _merged(typing.get_args(typing.get_type_hints(type(getattr(RunConfig(), section)))[leaf])[0], entry, where)
