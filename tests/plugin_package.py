@@ -57,8 +57,7 @@ def one_argument(tokens: LossTokens) -> PolicyTerm:
 TASKS = '''
 from typing import List, Optional
 
-from rlscale.config.schema import TaskConfig
-from rlscale.tasks.base import Demonstration, Problem
+from rlscale.tasks.base import Demonstration, Problem, TaskConfig
 
 
 class Halving:

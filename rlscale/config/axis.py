@@ -123,9 +123,10 @@ def _doc_line(code: Any) -> str:
 
 
 def _annotated(code: Any, parameter: str, base: str) -> Any:
-    """The annotation of ``code``'s argument ``parameter`` (``base``, resolved, when it has none)."""
+    """The annotation of ``code``'s argument ``parameter`` (``base``, resolved, when it has none); a class's
+    arguments are its ``__init__``'s."""
     try:
-        hints = typing.get_type_hints(code)
+        hints = typing.get_type_hints(code.__init__ if isinstance(code, type) else code)
     except Exception:  # an annotation that does not resolve reads as none
         hints = {}
     return hints.get(parameter) or resolve(base)

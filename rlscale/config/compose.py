@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import difflib
 import re
+import typing
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -24,8 +25,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from rlscale.config.axis import Axis
-from rlscale.config.registry import TYPED_BY_OPTION
-from rlscale.config.schema import FLAT_DEFAULTS, FLAT_UNREAD, RunConfig
+from rlscale.config.registry import TASK, TYPED_BY_OPTION
+from rlscale.config.schema import FLAT_DEFAULTS, FLAT_UNREAD, NESTED_TASKS, RunConfig, task_sections
 from rlscale.paths import config_dirs
 
 
@@ -35,20 +36,31 @@ SCHEMA_NAME = "rlscale_schema"
 def register_schema() -> None:
     """Make ``RunConfig`` the base of conf/config.yaml's defaults list, so every schema field can be
     overridden without a ``+`` and an unknown key fails with its name. The sections typed by their option
-    (``TYPED_BY_OPTION``) are plain mappings there: each is typed once the option is known (``_validated``)."""
+    (``TYPED_BY_OPTION``) and the entries of ``NESTED_TASKS`` are plain mappings there: each is typed once the
+    option is known (``_validated``)."""
     node = OmegaConf.structured(RunConfig)
     for axis in TYPED_BY_OPTION:
         node[axis.section] = {"name": node[axis.section].name}
+    for section, leaf in NESTED_TASKS:  # entries whose task is typed by its name: plain mappings too (OmegaConf 2.3
+        node[section]._get_node(leaf)._metadata.element_type = Any  # keeps a list's element type there)
     ConfigStore.instance().store(name=SCHEMA_NAME, node=node)
 
 
 def with_option_knobs(overrides: Sequence[str]) -> List[str]:
     """``overrides`` with each plain ``SECTION.KNOB=VALUE`` of a section typed by its option (``loss.clip=0.5``)
-    written as Hydra's add-or-override ``++``: which knobs a section has depends on the option chosen, so the
-    composed mapping may lack the key; the option's config class then checks it (``_validated``)."""
+    written as Hydra's add-or-override ``++``, and so each knob of a mixture part's or downstream set's task
+    (``mixture.parts.0.task.path=...``): which knobs a section has depends on the option chosen, so the composed
+    mapping may lack the key; the option's config class then checks it (``_validated``)."""
     sections = {axis.section for axis in TYPED_BY_OPTION}
-    return [f"++{item}" if item[:1] not in "+~" and item.partition("=")[0].partition(".")[0] in sections
-            and "." in item.partition("=")[0] else item for item in overrides]
+
+    def knob_of_option(key: str) -> bool:
+        return ("." in key and key.partition(".")[0] in sections) or _NESTED_TASK_KNOB.match(key) is not None
+
+    return [f"++{item}" if item[:1] not in "+~" and knob_of_option(item.partition("=")[0]) else item
+            for item in overrides]
+
+
+_NESTED_TASK_KNOB = re.compile("|".join(rf"{section}\.{leaf}\.\d+\.task\." for section, leaf in NESTED_TASKS))
 
 
 class ConfigError(ValueError):
@@ -220,17 +232,25 @@ def _validated(raw: DictConfig, source: str, written: bool = False, resolve: boo
     _escape_shell_fields(fields)
     try:
         unread = {section: dict(knobs) for section, knobs in (fields.get("unread") or {}).items()}
-        sections = {}
+        sections, tasks = {}, {}
         for axis in TYPED_BY_OPTION:
             sections[axis.section], dropped = _option_section(axis, fields.get(axis.section), written)
             if dropped:
                 unread[axis.section] = {**unread.get(axis.section, {}), **dropped}
+        for where, key, entry in task_sections(fields):  # each part's and set's task, typed by its own name
+            tasks[key], dropped = _option_section(TASK, entry.pop("task"), written, where, key)
+            _check_entry(entry, key, where.removesuffix(".task"))
+            if dropped:
+                unread[where] = {**unread.get(where, {}), **dropped}
         # merge a plain copy: keys added with +key=... that the schema lacks then fail by name
         cfg = OmegaConf.merge(OmegaConf.structured(RunConfig),
                               {key: value for key, value in fields.items() if key not in sections},
                               {"unread": unread})
         for section, node in sections.items():
             cfg[section] = node
+        for key, node in tasks.items():
+            section, leaf, index, _ = key.split(".")
+            cfg[section][leaf][int(index)].task = node
         kept = cfg if resolve else copy.deepcopy(cfg)
         OmegaConf.resolve(cfg)
         _escape_resolved_shell_fields(cfg)
@@ -247,16 +267,22 @@ def _validated(raw: DictConfig, source: str, written: bool = False, resolve: boo
     return kept
 
 
-def _option_section(axis: Axis, fields: Any, written: bool) -> Tuple[DictConfig, Dict[str, Any]]:
+def _option_section(axis: Axis, fields: Any, written: bool, where: str = "",
+                    key: str = "") -> Tuple[DictConfig, Dict[str, Any]]:
     """The section of ``axis`` typed by its option's config class (``Axis.config_class``), and the knobs of an older
     flat schema that a written file's section held off their defaults for an option that never read them (kept for
     the run's identity: ``RunConfig.unread``). A knob the option does not have fails with its dotted name and the
-    closest knob it has. ValueError for a name the axis does not take."""
+    closest knob it has. ValueError for a name the axis does not take. ``where``: the section's dotted name in
+    messages, ``key`` in overrides (a mixture part's task: ``mixture.parts[0].task``, ``mixture.parts.0.task``);
+    both ``axis.section`` when not given."""
     from rlscale.config.validate import retired_problem
 
+    where, key = where or axis.section, key or axis.section
     section = dict(fields) if isinstance(fields, dict) else {}
     name = section.get("name", getattr(RunConfig(), axis.section).name)
-    axis.check(name)
+    problem = axis.problem(name)
+    if problem:
+        raise ValueError(problem.replace(f"field '{axis.section}.", f"field '{where}.", 1))
     klass = axis.config_class(name)
     known = {f.name for f in dataclasses.fields(klass)}
     dropped: Dict[str, Any] = {}
@@ -266,19 +292,32 @@ def _option_section(axis: Axis, fields: Any, written: bool) -> Tuple[DictConfig,
             dropped = {k: v for k, v in section.items() if k not in known and k in flat and v != flat[k]}
         section = {k: v for k, v in section.items()
                    if k not in dropped and (k in known or k not in flat or v != flat[k])}
-    unknown = [key for key in section if key not in known]
+    unknown = [knob for knob in section if knob not in known]
     if unknown and retired_problem(f"{axis.section}.{unknown[0]}"):  # a field of an older schema: where it went
         raise ValueError(retired_problem(f"{axis.section}.{unknown[0]}"))
     if unknown:
         elsewhere = [other for other in axis.names if other != name
                      and unknown[0] in {f.name for f in dataclasses.fields(axis.config_class(other))}]
-        hint = (f"; it is a knob of {' and '.join(f'{axis.section}={o}' for o in elsewhere)}" if elsewhere
-                else _suggestion(unknown[0], sorted(known), f"{axis.section}."))
-        line = (f"field '{axis.section}.{unknown[0]}': {axis.field}={name} has no such knob (its knobs: "
+        chosen = f"{where}.{axis.field.rpartition('.')[2]}"  # a group of presets is not named by its options
+        hint = (f"; it is a knob of {' and '.join(f'{chosen if axis.presets else where}={o}' for o in elsewhere)}"
+                if elsewhere else _suggestion(unknown[0], sorted(known), f"{where}."))
+        line = (f"field '{where}.{unknown[0]}': {chosen}={name} has no such knob (its knobs: "
                 f"{', '.join(sorted(known - {'name'})) or 'none'}){hint}")
-        raise ForeignKnob(line, f"{axis.section}.{unknown[0]}") if elsewhere else ValueError(line)
+        raise ForeignKnob(line, f"{key}.{unknown[0]}") if elsewhere else ValueError(line)
+    return _merged(klass, section, where), dropped
+
+
+def _merged(klass: type, fields: Dict[str, Any], where: str) -> DictConfig:
+    """``fields`` typed by the dataclass ``klass``; ValueError naming the field at fault under ``where``."""
     try:
-        return OmegaConf.merge(OmegaConf.structured(klass), section), dropped
+        return OmegaConf.merge(OmegaConf.structured(klass), fields)
     except OmegaConfBaseException as err:
-        key = getattr(err, "full_key", None)
-        raise ValueError(_field_error(f"{axis.section}.{key}" if key else axis.section, err)) from None
+        failed = getattr(err, "full_key", None)
+        raise ValueError(_field_error(f"{where}.{failed}" if failed else where, err)) from None
+
+
+def _check_entry(entry: Dict[str, Any], key: str, where: str) -> None:
+    """A mixture part's or downstream set's own fields (its task apart) checked against its class, so a field at
+    fault is named with its place (``mixture.parts[0].weight``): merged into the run's list, it is named alone."""
+    section, leaf = key.split(".")[:2]
+    _merged(typing.get_args(typing.get_type_hints(type(getattr(RunConfig(), section)))[leaf])[0], entry, where)

@@ -88,16 +88,20 @@ def _choices(axis: Axis) -> List[str]:
     return [f"{picked}:", ""] + [f"- `{name}`: {option.doc}" for name, option in axis.choices.items()] + plugin + [""]
 
 
+def _axes_choices(prefix: str, skip: Optional[Axis] = None) -> List[str]:
+    """The choices of every axis whose field is in the section ``prefix`` (less ``skip``)."""
+    return [line for dotted, axis in BY_FIELD.items() if dotted.startswith(prefix) and "." not in dotted[len(prefix):]
+            and axis is not skip for line in _choices(axis)]
+
+
 def _section(title: str, doc: str, cls: type, prefix: str) -> List[str]:
-    lines = [f"## {title}", "", _cell(" ".join(doc.split())), ""]
-    for axis in (a for dotted, a in BY_FIELD.items() if dotted.startswith(prefix) and "." not in dotted[len(prefix):]):
-        lines += _choices(axis)
+    lines = [f"## {title}", "", _cell(" ".join(doc.split())), "", *_axes_choices(prefix)]
     return lines + HEADER + list(_rows(cls, prefix)) + [""]
 
 
 def _option_section(axis: Axis) -> List[str]:
     """A section typed by its option: the knobs of every option (the axis's base class), then each option's own
-    (those its class adds, or whose default it changes)."""
+    (those its class adds, or whose default, documentation or bounds it changes)."""
     base = axis.config_class(next(iter(axis.names))).__mro__
     base = next(klass for klass in reversed(base) if dataclasses.is_dataclass(klass))
     prefix = f"{axis.section}."
@@ -105,15 +109,16 @@ def _option_section(axis: Axis) -> List[str]:
               if axis.plugin else "")
     default = {"name": getattr(RunConfig(), axis.section).name}
     lines = [f"## `{axis.section}`", "", _cell(" ".join((base.__doc__ or "").split())), "", *_choices(axis),
-             f"Every option's knobs (`{base.__module__}.{base.__name__}`{plugin}):", "", *HEADER,
+             *_axes_choices(prefix, skip=axis), f"Every option's knobs (`{base.__module__}.{base.__name__}`{plugin}):", "", *HEADER,
              *_rows(base, prefix, defaults=default), ""]
-    shared = {f.name: _default(f) for f in dataclasses.fields(base)}
+    shared = {f.name: (_default(f), f.metadata) for f in dataclasses.fields(base)}
+    picked = axis.field if axis.presets else axis.section  # a group of presets is not named by its options
     for name in axis.names:
         klass = axis.config_class(name)
-        same = [f.name for f in dataclasses.fields(klass) if f.name in shared and _default(f) == shared[f.name]]
+        same = [f.name for f in dataclasses.fields(klass) if shared.get(f.name) == (_default(f), f.metadata)]
         own = list(_rows(klass, prefix, skip=same + ["name"]))
         if own:
-            lines += [f"`{axis.section}={name}` (`{klass.__name__}`): {_cell(' '.join((klass.__doc__ or '').split()))}",
+            lines += [f"`{picked}={name}` (`{klass.__name__}`): {_cell(' '.join((klass.__doc__ or '').split()))}",
                       "", *HEADER, *own, ""]
     return lines
 

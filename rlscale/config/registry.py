@@ -27,7 +27,9 @@ What each axis's factories are called with:
 - model: ``(cfg: ModelConfig, inputs: PolicyInputs) -> (model, tokenizer)``, the tokenizer's ``think`` saying
   whether the model knows a thinking turn, its config class the one each option names
   (``rlscale.engines.models.configs``);
-- task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class (``mixture`` builds its parts so);
+- task: ``(cfg: TaskConfig) -> Task``, a ``rlscale.tasks.base.Task`` class (``mixture`` builds its parts so), its
+  config class the annotation of ``cfg`` in its ``__init__`` (``mixture``'s the one it names), which also types the
+  task of each ``mixture.parts`` entry and ``eval.downstream`` set;
 - engine.generator: ``(settings: GeneratorSettings, model, tok, device) -> Generator``;
 - engine.learner: ``(settings: LearnerSettings, model, ref_model) -> Learner``;
 - engine.device: ``() -> torch.device``;
@@ -87,9 +89,10 @@ TASK = Axis("task.name", {
     "code": Option("small Python functions, scored by running the answer on hidden tests in a sandbox",
                    "rlscale.tasks.code:CodeTask"),
     "mixture": Option("several tasks trained together, `mixture.parts`, each scored by its own task and answer "
-                      "format (`rlscale.tasks.mixture`)"),
+                      "format (`rlscale.tasks.mixture`)", config="rlscale.tasks.mixture:MixtureTaskConfig"),
 }, group="task", presets=True, plugin=PlugIn("rlscale.tasks.base:Task", built_from=("cfg",), doc="a `Task` class of "
-                                              "your own, built from this task config ([extending.md](extending.md))"))
+                                              "your own, built from its task config ([extending.md](extending.md))"),
+            config=("cfg", "rlscale.tasks.base:TaskConfig"))
 ANSWER_FORMAT = Axis("task.answer_format", {  # read by rlscale.tasks.answer_format.AnswerFormat
     "exact": Option("the whole answer text goes to the task's verifier"),
     "tagged": Option("the prompt asks for `<answer>...</answer>`; the last such tag goes to the task's verifier"),
@@ -131,7 +134,8 @@ LOGGER_MODE = Axis("logger.mode", {  # passed to W&B; only logger=wandb has the 
     "disabled": Option("W&B does nothing"),
 })
 
-TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, NORMALIZATION, CURRICULUM, LENGTH, OFFPOLICY, MODEL, LAUNCHER, LOGGER)
+TYPED_BY_OPTION: Tuple[Axis, ...] = (LOSS, NORMALIZATION, CURRICULUM, LENGTH, OFFPOLICY, MODEL, TASK, LAUNCHER,
+                                     LOGGER)
 """The axes whose section is typed by the chosen option's config class (``Axis.config``)."""
 AXES: Tuple[Axis, ...] = (LOSS, AGGREGATION, NORMALIZATION, PRECISION, FILTERING, CURRICULUM, LENGTH, OFFPOLICY,
                           MODEL, TASK, ANSWER_FORMAT, GENERATOR, LEARNER, DEVICE, LAUNCHER, LOGGER, LOGGER_MODE)

@@ -12,12 +12,13 @@ Learning Compute for LLMs" (arXiv 2510.13786).
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Tuple
 
 from rlscale.config.axis import Axis
 from rlscale.config.registry import (CURRICULUM, LAUNCHER, LENGTH, LOGGER, LOSS, MODEL, NORMALIZATION, OFFPOLICY,
-                                     TYPED_BY_OPTION)
+                                     TASK, TYPED_BY_OPTION)
 from rlscale.knobs import knob
 
 MAX_SEED = 2 ** 63 - 1  # torch.manual_seed takes a signed 64-bit integer
@@ -32,50 +33,14 @@ def option_default(axis: Axis, name: str, paper: str = "Sec. 3.2") -> Any:
 
 
 @dataclass
-class TaskConfig:
-    """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2). The task class ``name`` selects
-    checks its own fields as the config is composed (its ``config_problems``), before any compute."""
-
-    name: str = knob("reasoning_gym", "``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: "
-                     "local jsonl/parquet problems scored with Math-Verify; ``code``: small Python functions run "
-                     "on hidden tests in a sandbox", "Sec. 2")
-    dataset: str = knob("chain_sum", "reasoning_gym: the task's name, any task reasoning-gym registers (``chain_sum``, "
-                        "``basic_arithmetic``, ``gsm_symbolic``, ``products``, ...); another name is refused as the "
-                        "config is composed, the closest one suggested")
-    dataset_kwargs: dict = knob({}, "reasoning_gym: arguments of the task's generator, over its defaults (chain_sum's "
-                                "here: 2-4 one-digit terms, a difficulty mix); a key the task's config does not have "
-                                "(the closest one named) and values its ``validate()`` refuses are refused as the "
-                                "config is composed. On the command line ``+task.dataset_kwargs.KEY=VALUE`` adds one")
-    train_size: int = knob(2000, "training prompts (math: at most this many rows)", gt=0)
-    val_size: int = knob(400, "held-out validation prompts (reasoning_gym: distinct, none a training prompt); the eval "
-                         "is their mean pass rate. Refused as the config is composed when it leaves no training prompt "
-                         "among the code task's 2,105 prompts, a math file's rows (without ``val_path``) or the "
-                         "distinct prompts of reasoning-gym's chain_sum and products (counted from their arguments); "
-                         "other reasoning-gym tasks refuse as the split is drawn when they give fewer", "Sec. 2",
-                         gt=0)
-    path: Optional[str] = knob(None, "math: the problems file (jsonl or parquet; verl or Polaris columns), or "
-                               "``champ``; a missing or unreadable file is refused as the config is composed")
-    val_path: Optional[str] = knob(None, "math: a separate validation file (else ``val_size`` rows of ``path`` "
-                                   "are held out)")
-    prompt_style: str = knob("expression", "reasoning_gym: ``question`` (the dataset's text) or ``expression`` (the "
-                             "entry's arithmetic expression followed by \" =\", a compact prompt for the char-level "
-                             "tiny model)")
-    prompt_key: str = knob("prompt", "math: the prompt column (else ``problem``); a file without it is refused as the "
-                           "config is composed, from its first row or parquet schema")
-    answer_key: str = knob("answer", "math: the reference answer column (else ``reward_model``), checked alike")
-    answer_format: str = knob("exact", "how the answer is asked for and checked (``rlscale.tasks.answer_format``)",
-                              "Sec. 2")
-    seed: int = knob(1234, "seed of the task's problems and of the held-out split", ge=0, le=MAX_SEED)
-
-
-@dataclass
 class MixturePart:
     """One task of a mixture: its name (the suffix of its metrics, ``val_reward/<name>``), its share of the
-    training prompts and its own task config."""
+    training prompts and its own task config, typed by its ``task.name`` as the run's ``task`` is (a knob of
+    another task, ``mixture.parts.0.task.path`` on a reasoning_gym part, is refused naming the task that has it)."""
 
     name: str = knob("part", "the part's name, in its metrics: ``reward/<name>``, ``val_reward/<name>``")
     weight: float = knob(1.0, "its share of the RL pool's prompts, relative to the other parts' weights", gt=0)
-    task: TaskConfig = field(default_factory=TaskConfig)
+    task: Any = option_default(TASK, "reasoning_gym", "Sec. 5")
 
 
 @dataclass
@@ -199,11 +164,12 @@ class TrainerConfig:
 
 @dataclass
 class DownstreamSet:
-    """An eval set beside the run's own held-out split: another task's held-out prompts, scored by that task."""
+    """An eval set beside the run's own held-out split: another task's held-out prompts, scored by that task; its
+    task config is typed by its ``task.name`` as the run's ``task`` is."""
 
     name: str = knob("set", "the set's name, in its metrics: ``val_reward/<name>``")
     samples: int = knob(1, "samples per prompt of this set in an eval", ge=1)
-    task: TaskConfig = field(default_factory=TaskConfig)
+    task: Any = option_default(TASK, "reasoning_gym", "Sec. 5")
 
 
 @dataclass
@@ -222,7 +188,7 @@ class RunConfig:
     """One run: the ScaleRL recipe by default (conf/config.yaml); conf/baseline.yaml is Section 2's."""
 
     model: Any = option_default(MODEL, "tiny", "")
-    task: TaskConfig = field(default_factory=TaskConfig)
+    task: Any = option_default(TASK, "reasoning_gym", "Sec. 2")
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     loss: Any = option_default(LOSS, "cispo")
     aggregation: AggregationConfig = field(default_factory=AggregationConfig)
@@ -250,7 +216,9 @@ class RunConfig:
                           "where warmed-up tiny models, compile caches and de-quantized GGUF copies are kept")
     unread: Dict[str, Dict[str, Any]] = knob({}, "section -> knob -> value: what a config.yaml of one flat section "
                                              "per axis held, off its default, for an option that never read it "
-                                             "(``offpolicy.batches_per_version: 8`` beside offpolicy=pipeline), "
+                                             "(``offpolicy.batches_per_version: 8`` beside offpolicy=pipeline; a "
+                                             "mixture part's or downstream set's task under its dotted name, "
+                                             "``mixture.parts[0].task``), "
                                              "filled in as such a file is read and kept only for the run's "
                                              "identity (``FLAT_DEFAULTS``); empty in a config composed now")
 
@@ -267,15 +235,18 @@ FLAT_DEFAULTS: Dict[str, Dict[str, Any]] = {
               "intermediate_size": 256, "max_position_embeddings": 256, "warmup_steps": 300, "warmup_lr": 3.0e-3,
               "warmup_batch": 64, "warmup_correct_fraction": 0.2},
     "offpolicy": {"batches_per_version": 2, "max_lag": 2, "num_generators": 1, "queue_size": 4,
-                  "update_every_tokens": 16}}
+                  "update_every_tokens": 16},
+    "task": {"dataset": "chain_sum", "dataset_kwargs": {}, "path": None, "val_path": None, "prompt_style": "expression",
+             "prompt_key": "prompt", "answer_key": "answer"}}
 """The knobs that config.yaml files of one flat section per axis wrote for every option, at the defaults they had
 there. A written file's knob that its option does not have is one of these, never read by that option: it is dropped
 from its section when the file is read (``rlscale.config.compose``), and kept in ``RunConfig.unread`` when it is off
 this default (a sweep's shared ``offpolicy.batches_per_version=8`` beside offpolicy=pipeline); wherever configs are
 compared or hashed, a section lacking one reads it from ``unread``, else at this default
-(``without_default_sections``), so those run folders keep their identity and resume."""
+(``without_default_sections``), so those run folders keep their identity and resume. ``task`` holds for the task of
+every mixture part and downstream set too (``task_sections``)."""
 
-FLAT_UNREAD = ("normalization", "offpolicy", "model", "launcher", "logger")
+FLAT_UNREAD = ("normalization", "offpolicy", "model", "task", "launcher", "logger")
 """The sections of ``FLAT_DEFAULTS`` whose knobs no other option ever read, at any value: a written file's knob that
 its option lacks is kept in ``RunConfig.unread`` when it is off its default, not refused. (An older cispo read
 ``loss.eps_high`` as its cap, so a loss section's off-default knob of another loss is refused.)"""
@@ -285,6 +256,22 @@ ABSENT_AS_DEFAULT = ("mixture", "eval", "launcher.generator_tasks", "engine.acti
 """Sections and fields that config.yaml files written before them lack. Such a file reads them as their defaults (the
 schema fills them in), and wherever configs are compared or hashed one at its default is left out
 (``without_default_sections``), so those run folders keep their identity and resume."""
+
+
+NESTED_TASKS = (("mixture", "parts"), ("eval", "downstream"))
+"""The lists whose entries hold a task config of their own (``MixturePart.task``, ``DownstreamSet.task``), typed by
+its ``name`` as the run's ``task`` is."""
+
+
+def task_sections(fields: Dict[str, Any]) -> Iterator[Tuple[str, str, Dict[str, Any]]]:
+    """(where, key, entry) of each mixture part and downstream set of ``fields`` (a whole config as nested dicts)
+    whose task is a mapping: ``where`` names its task as problems do (``mixture.parts[0].task``), ``key`` as an
+    override does (``mixture.parts.0.task``); ``entry["task"]`` is the task."""
+    for section, leaf in NESTED_TASKS:
+        entries = (fields.get(section) or {}).get(leaf) if isinstance(fields.get(section), dict) else None
+        for i, entry in enumerate(entries or ()):
+            if isinstance(entry, dict) and isinstance(entry.get("task"), dict):
+                yield f"{section}.{leaf}[{i}].task", f"{section}.{leaf}.{i}.task", entry
 
 
 def without_default_sections(fields: Dict[str, Any]) -> Dict[str, Any]:
@@ -297,6 +284,11 @@ def without_default_sections(fields: Dict[str, Any]) -> Dict[str, Any]:
     for axis in TYPED_BY_OPTION:
         if isinstance(kept.get(axis.section), dict):
             kept[axis.section] = {**FLAT_DEFAULTS[axis.section], **unread.get(axis.section, {}), **kept[axis.section]}
+    for section, _ in NESTED_TASKS:  # copied before their entries' tasks are completed below
+        if isinstance(kept.get(section), dict):
+            kept[section] = copy.deepcopy(kept[section])
+    for where, _, entry in task_sections(kept):
+        entry["task"] = {**FLAT_DEFAULTS["task"], **unread.get(where, {}), **entry["task"]}
     for dotted in ABSENT_AS_DEFAULT:
         section, _, leaf = dotted.rpartition(".")
         into, default = (kept, defaults) if not section else (dict(kept.get(section, {})), defaults[section])

@@ -107,7 +107,8 @@ def downstream_problems(cfg: DictConfig) -> List[str]:
 
 def named_tasks_problems(where: str, entries, taken: set) -> List[str]:
     """The checks every list of named tasks shares (mixture parts, downstream sets): a safe name, not taken by an
-    earlier entry or by ``taken``; a task name and answer format the registry knows, not a mixture."""
+    earlier entry or by ``taken``; an answer format the registry knows and a task that is not a mixture (its name is
+    checked as the task is typed, ``rlscale.config.compose``)."""
     problems: List[str] = []
     seen = set(taken)
     for i, entry in enumerate(entries):
@@ -121,10 +122,8 @@ def named_tasks_problems(where: str, entries, taken: set) -> List[str]:
         seen.add(entry.name)
         if entry.task.name == "mixture":
             problems.append(f"field '{at}.task.name': a mixture cannot be nested")
-        for axis in (TASK, ANSWER_FORMAT):
-            value = entry.task[axis.field.split(".")[-1]]
-            if value != "mixture" and (problem := axis.problem(value)) is not None:
-                problems.append(problem.replace("field '", f"field '{at}.", 1))
+        if (problem := ANSWER_FORMAT.problem(entry.task.answer_format)) is not None:  # its name: as it was typed
+            problems.append(problem.replace("field '", f"field '{at}.", 1))
         problems += file_problems(f"{at}.task", entry.task) or task_problems(f"{at}.task", entry.task)
     return problems
 
@@ -138,9 +137,10 @@ def file_problems(where: str, task: DictConfig) -> List[str]:
 
 def task_problems(where: str, task: DictConfig) -> List[str]:
     """What the task class ``task.name`` selects finds wrong with its arguments before any compute: its
-    classmethod ``config_problems(cfg, where)``, where it has one (every built-in task does)."""
-    if task.name == "mixture" or TASK.problem(task.name) is not None:
-        return []  # the mixture's parts are checked one by one; a name TASK refuses is said by its check
+    classmethod ``config_problems(cfg, where)``, where it has one (reasoning_gym and math do; the code task's checks
+    are the bounds of its fields)."""
+    if task.name == "mixture":
+        return []  # the mixture's parts are checked one by one (a name TASK refuses never got this far: compose)
     check = getattr(TASK.load(task.name), "config_problems", None)
     return check(OmegaConf.to_object(task), where) if check else []
 

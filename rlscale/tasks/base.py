@@ -9,6 +9,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Protocol
 
+from rlscale.config.schema import MAX_SEED
+from rlscale.knobs import knob
+
+TASK_NAME = ("``reasoning_gym``: any reasoning-gym task by name (``dataset``); ``math``: local jsonl/parquet problems "
+             "scored with Math-Verify; ``code``: small Python functions run on hidden tests in a sandbox; ``mixture``: "
+             "several of them (``mixture.parts``)")
+PROMPT_STYLES = ("expression", "question")  # a compact line for the char-level tiny model, or a chat model's sentence
+
+
+@dataclass
+class TaskConfig:
+    """Prompts with reference answers and a verifier; rewards are +1 / -1 (Sec. 2). The knobs every task has; each
+    option's config class (the annotation of its task class's ``cfg``) adds its own, and the fields' bounds and the
+    task class's own checks (its ``config_problems``) refuse a bad value as the config is composed, before any
+    compute."""
+
+    name: str = knob("reasoning_gym", TASK_NAME, "Sec. 2")
+    train_size: int = knob(2000, "training prompts (math: at most this many rows)", gt=0)
+    val_size: int = knob(400, "held-out validation prompts, none a training prompt; the eval is their mean pass "
+                         "rate. Refused as the config is composed when it leaves no training prompt among the code "
+                         "task's prompts, a math file's rows (without ``val_path``) or the distinct prompts of "
+                         "reasoning-gym's chain_sum and products (counted from their arguments); other "
+                         "reasoning-gym tasks refuse as the split is drawn when they give fewer", "Sec. 2", gt=0)
+    answer_format: str = knob("exact", "how the answer is asked for and checked (``rlscale.tasks.answer_format``)",
+                              "Sec. 2")
+    seed: int = knob(1234, "seed of the task's problems and of the held-out split", ge=0, le=MAX_SEED)
+
 @dataclass(frozen=True)
 class Problem:
     """One prompt. ``index`` is its position in its split (stable across runs for the same config)."""
@@ -28,9 +55,11 @@ class Demonstration:
 
 
 class Task(Protocol):
-    """A task class, built from its ``TaskConfig``. It may also give a classmethod ``config_problems(cfg, where)
-    -> List[str]``: one line per problem of the config, ``field '<where>.<field>': ...``, found without building
-    it; validation calls it as the config is composed (every built-in task has one)."""
+    """A task class, built from its config: a ``TaskConfig``, or the subclass its ``cfg`` argument is annotated with
+    (the option's own knobs; a plug-in's too), which types the config section it is named in. It may also give a
+    classmethod ``config_problems(cfg, where) -> List[str]``: one line per problem of the config beyond its fields'
+    bounds, ``field '<where>.<field>': ...``, found without building it; validation calls it as the config is
+    composed (reasoning_gym's and math's check names, generator arguments, files and split sizes)."""
 
     name: str
 

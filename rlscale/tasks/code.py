@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-from rlscale.config.schema import TaskConfig
-from rlscale.tasks.base import Demonstration, Problem
+from rlscale.knobs import bound_problems, knob
+from rlscale.tasks.base import PROMPT_STYLES, TASK_NAME, Demonstration, Problem, TaskConfig
 from rlscale.tasks.sandbox import Limits, run_python
 
 NUMBERS = ((-7,), (0,), (1,), (5,), (12,), (100,))
@@ -34,7 +34,6 @@ LISTS = (([],), ([7],), ([3, 1, 2],), ([5, -2, 9, 9],))
 STRINGS = (("",), ("a",), ("ab",), ("xyz",))
 LIMITS = Limits(cpu_s=2, wall_s=5.0)
 FENCED = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
-PROMPT_STYLES = ("expression", "question")
 
 
 @dataclass(frozen=True)
@@ -117,13 +116,32 @@ def prompt_space() -> Tuple[Tuple[Family, str, str], ...]:
     return tuple((family, body, says) for family in FAMILIES for body, says in family.instances())
 
 
+PROMPTS = len(prompt_space())  # 2,105
+
+
+@dataclass
+class CodeTaskConfig(TaskConfig):
+    """Small Python functions from a fixed space of distinct prompts (``task.name=code``)."""
+
+    name: str = knob("code", TASK_NAME, "Sec. 2")
+    val_size: int = knob(400, "held-out validation prompts, the first of the seeded shuffle of the code task's "
+                         f"{PROMPTS:,} prompts; below that, so the next ``train_size`` (at most the rest) train",
+                         "Sec. 2", gt=0, lt=PROMPTS)
+    answer_format: str = knob("exact", "how the answer is asked for and checked (``rlscale.tasks.answer_format``); "
+                              "not math_verify: the answer is run as code", "Sec. 2", one_of=("exact", "tagged"))
+    prompt_style: str = knob("expression", "``expression``: a compact line for the char-level tiny model (\"f(x): x "
+                             "times 3 plus 2\"); ``question``: a sentence asking a chat model for a fenced python "
+                             "block",
+                             one_of=PROMPT_STYLES)
+
+
 class CodeTask:
     """Small Python functions from ``FAMILIES``, scored by running the answer in the sandbox on hidden tests."""
 
     name = "code"
 
-    def __init__(self, cfg: TaskConfig):
-        problems = self.config_problems(cfg, "task")
+    def __init__(self, cfg: CodeTaskConfig):
+        problems = bound_problems(cfg, "task")  # checked as the config is composed; here for a config built in code
         if problems:
             raise ValueError(problems[0])
         space = list(prompt_space())
@@ -132,25 +150,6 @@ class CodeTask:
         self._val = [self._problem(i, *entry) for i, entry in enumerate(space[:cfg.val_size])]
         self._train = [self._problem(i, *entry)
                        for i, entry in enumerate(space[cfg.val_size:cfg.val_size + cfg.train_size])]
-
-    @classmethod
-    def config_problems(cls, cfg: TaskConfig, where: str) -> List[str]:
-        """One line per field of ``cfg`` (under ``where``) the code task cannot take: a prompt style other than
-        ``PROMPT_STYLES``, the math_verify answer format, a ``val_size`` that leaves no training prompt among
-        the ``prompt_space`` and a ``train_size`` below 1."""
-        problems = []
-        if cfg.prompt_style not in PROMPT_STYLES:
-            problems.append(f"field '{where}.prompt_style': the code task takes {' or '.join(PROMPT_STYLES)}, "
-                            f"got {cfg.prompt_style!r}")
-        if cfg.answer_format == "math_verify":
-            problems.append(f"field '{where}.answer_format': math_verify, but the code task runs the answer as code "
-                            "(use exact or tagged)")
-        if not 0 < cfg.val_size < len(prompt_space()):
-            problems.append(f"field '{where}.val_size': must leave training prompts among the code task's "
-                            f"{len(prompt_space())} prompts, got {cfg.val_size}")
-        if cfg.train_size < 1:
-            problems.append(f"field '{where}.train_size': must be at least 1, got {cfg.train_size}")
-        return problems
 
     def _problem(self, index: int, family: Family, body: str, says: str) -> Problem:
         if self._style == "expression":

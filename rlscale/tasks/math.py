@@ -35,8 +35,8 @@ from math_verify import parse, verify
 from math_verify.errors import TimeoutException
 
 from rlscale.config.packages import installed
-from rlscale.config.schema import TaskConfig
-from rlscale.tasks.base import Demonstration, Problem
+from rlscale.knobs import knob
+from rlscale.tasks.base import TASK_NAME, Demonstration, Problem, TaskConfig
 from rlscale.tasks.champ import CHAMP_PROBLEMS, champ_problems
 from rlscale.tasks.stated import stated_value
 
@@ -298,12 +298,27 @@ def math_verify_correct(gold: str, answer_text: str, prompt: str = "") -> bool:
     return equivalent(gold, answer)
 
 
+@dataclass
+class MathTaskConfig(TaskConfig):
+    """Math problems from a local file or a shipped data set, scored with Math-Verify (``task.name=math``)."""
+
+    name: str = knob("math", TASK_NAME, "Sec. 2")
+    path: Optional[str] = knob(None, "the problems file (jsonl or parquet; verl or Polaris columns), or ``champ`` "
+                               "(``rlscale.tasks.champ``); a missing or unreadable file is refused as the config is "
+                               "composed")
+    val_path: Optional[str] = knob(None, "a separate validation file (else ``val_size`` rows of ``path`` are held "
+                                   "out)")
+    prompt_key: str = knob("prompt", "the prompt column (else ``problem``); a file without it is refused as the "
+                           "config is composed, from its first row or parquet schema")
+    answer_key: str = knob("answer", "the reference answer column (else ``reward_model``), checked alike")
+
+
 class MathTask:
     """Math problems from ``task.path`` (and ``task.val_path``) with Math-Verify rewards (Section 2)."""
 
     name = "math"
 
-    def __init__(self, cfg: TaskConfig):
+    def __init__(self, cfg: MathTaskConfig):
         refused = self.config_problems(cfg, "task")
         if refused:
             raise ValueError(refused[0])
@@ -315,7 +330,7 @@ class MathTask:
             self._train, self._val = held_out_split(problems, cfg.val_size, cfg.train_size, cfg.seed)
 
     @classmethod
-    def config_problems(cls, cfg: TaskConfig, where: str) -> List[str]:
+    def config_problems(cls, cfg: MathTaskConfig, where: str) -> List[str]:
         """One line per field of ``cfg`` (under ``where``) that would fail as the problems are read, found from
         each file's ``_header`` alone: ``path`` not set, a ``path`` or ``val_path`` that is no readable jsonl
         or parquet file (or a shipped data set whose package is missing), a ``prompt_key`` or ``answer_key``

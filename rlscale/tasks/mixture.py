@@ -18,10 +18,19 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rlscale.tasks.answer_format import FormattedTask
-from rlscale.tasks.base import Demonstration, Problem
+from rlscale.knobs import knob
+from rlscale.tasks.base import TASK_NAME, Demonstration, Problem, TaskConfig
 
 PART_KEY = "task"  # Problem.meta key naming the part of a mixture a problem belongs to
 
+
+@dataclass
+class MixtureTaskConfig(TaskConfig):
+    """Several tasks trained together (``task.name=mixture``). The parts, each with its own task config, are the
+    top-level section ``mixture.parts`` (``rlscale.config.schema.MixtureConfig``), where older config.yaml files
+    hold them too; the knobs here are not read: each part's task has its own sizes, seed and answer format."""
+
+    name: str = knob("mixture", TASK_NAME, "Sec. 5")
 
 @dataclass(frozen=True)
 class Part:

@@ -22,12 +22,13 @@ import difflib
 import math
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlscale.config.schema import TaskConfig
-from rlscale.tasks.base import Demonstration, Problem
+from rlscale.knobs import knob
+from rlscale.tasks.base import PROMPT_STYLES, Demonstration, Problem, TaskConfig
 from rlscale.tasks.stated import stated_value, without_prompt
 
 DEFAULT_KWARGS: Dict[str, Dict[str, Any]] = {
@@ -37,6 +38,22 @@ SET_BY_RLSCALE = {"seed": ("seed",), "size": ("train_size", "val_size")}  # gene
 EXAMPLES = ("chain_sum", "basic_arithmetic", "gsm_symbolic", "products")
 VAL_SEED_OFFSET = 1_000_003
 VAL_DRAWS_PER_PROMPT = 10  # draws of the validation seed per held-out prompt asked for, at most
+
+
+@dataclass
+class ReasoningGymConfig(TaskConfig):
+    """A reasoning-gym task by name and the arguments of its generator (``task.name=reasoning_gym``)."""
+
+    dataset: str = knob("chain_sum", "the task's name, any task reasoning-gym registers (``chain_sum``, "
+                        "``basic_arithmetic``, ``gsm_symbolic``, ``products``, ...); another name is refused as the "
+                        "config is composed, the closest one suggested")
+    dataset_kwargs: dict = knob({}, "arguments of the task's generator, over its defaults (chain_sum's here: 2-4 "
+                                "one-digit terms, a difficulty mix); a key the task's config does not have (the "
+                                "closest one named) and values its ``validate()`` refuses are refused as the config "
+                                "is composed. On the command line ``+task.dataset_kwargs.KEY=VALUE`` adds one")
+    prompt_style: str = knob("expression", "``question`` (the dataset's text) or ``expression`` (the entry's "
+                             "arithmetic expression followed by \" =\", a compact prompt for the char-level tiny "
+                             "model; the question where an entry has none)", one_of=PROMPT_STYLES)
 
 
 def family_configs() -> Mapping[str, type]:
@@ -119,7 +136,7 @@ class ReasoningGymTask:
 
     name: str  # reasoning_gym/<task.dataset>
 
-    def __init__(self, cfg: TaskConfig):
+    def __init__(self, cfg: ReasoningGymConfig):
         import reasoning_gym
 
         problems = self.config_problems(cfg, "task")
@@ -141,7 +158,7 @@ class ReasoningGymTask:
                              "task.dataset_kwargs")
 
     @classmethod
-    def config_problems(cls, cfg: TaskConfig, where: str) -> List[str]:
+    def config_problems(cls, cfg: ReasoningGymConfig, where: str) -> List[str]:
         """What is wrong with ``cfg`` before anything is generated, one line per problem naming its field under
         ``where`` (``task``, ``mixture.parts[0].task``): a task reasoning-gym does not register (the closest
         name suggested); a ``dataset_kwargs`` key that its config class lacks (the closest field named) or

@@ -14,7 +14,7 @@ import torch
 
 from rlscale.config.registry import (AGGREGATION, CURRICULUM, DEVICE, LENGTH, LOSS, MODEL, NORMALIZATION, OFFPOLICY,
                                      TASK)
-from rlscale.config.schema import RunConfig, TaskConfig
+from rlscale.config.schema import RunConfig
 from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTokenizer
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
@@ -28,7 +28,7 @@ from rlscale.rl import NoPositiveResamplingPool
 from rlscale.rl.advantages import Normalization, NormalizationConfig
 from rlscale.rl.aggregation import Denominator
 from rlscale.tasks.answer_format import AnswerFormat, FormattedTask
-from rlscale.tasks.base import Task
+from rlscale.tasks.base import Task, TaskConfig
 from rlscale.tasks.mixture import MixtureTask, Part
 from rlscale.tracking.sinks import TrackedRun
 from rlscale.train.compute import ComputeMeter

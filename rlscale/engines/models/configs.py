@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 from rlscale.knobs import knob
 
 if TYPE_CHECKING:
-    from rlscale.config.schema import MixturePart, TaskConfig
-    from rlscale.tasks.base import Task
+    from rlscale.config.schema import MixturePart
+    from rlscale.tasks.base import Task, TaskConfig
 
 MODEL_NAME = ("the policy (``model=NAME``; ``model=smollm2`` is the ``hf`` preset of SmolLM2-135M): ``tiny``, a small "
               "Llama warmed up by a short deterministic supervised phase and cached by content hash, so every variant "

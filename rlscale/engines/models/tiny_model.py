@@ -24,14 +24,14 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from rlscale.config.registry import TASK
-from rlscale.config.schema import MixturePart, TaskConfig
+from rlscale.config.schema import MixturePart
 from rlscale.engines.models.configs import PolicyInputs, TinyModelConfig
 from rlscale.core import types as core_types
 from rlscale.core.types import THINK_CLOSE
 from rlscale.engines.models.char_tokenizer import CharTokenizer
 from rlscale.runfolder.atomic import atomic_write
 from rlscale.tasks.answer_format import FormattedTask
-from rlscale.tasks.base import Demonstration, Task
+from rlscale.tasks.base import Demonstration, Task, TaskConfig
 from rlscale.tasks.mixture import MixtureTask
 
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)

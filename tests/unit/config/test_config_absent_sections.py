@@ -4,6 +4,9 @@ identity, so its checkpoint resumes, and ``rlscale run`` or a sweep with the sam
 the same run; setting the section is a different run (a different job shape: the same identity)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -54,7 +57,9 @@ def test_a_part_or_set_is_fitted_with_its_own_error_and_sizes():
     (["curriculum=uniform"], "607fcdfe35dc"), (["offpolicy=ppo"], "15cda39398c6"),
     (["model=hf", "model.path=/tmp"], "5a3c7d5fe859"), (["normalization=none"], "3fb44404da70"),
     (["filtering=none"], "7a93c671c73c"), (["launcher=slurm"], "217f4a3679c4"),
-    (["offpolicy=ppo", "model=hf", "model.path=/tmp", "filtering=none"], "da51c7350992")])
+    (["offpolicy=ppo", "model=hf", "model.path=/tmp", "filtering=none"], "da51c7350992"),
+    (["task=code"], "8815ecc53d7d"), (["task=sums_chat"], "a50f57473265"), (["task=math_code"], "aa6127da0905"),
+    (["eval=code"], "9e959574fda1"), (["task=math_code", "eval=sums3"], "d2a180a050e7")])
 def test_a_section_typed_by_its_option_keeps_the_identity_of_the_flat_section(overrides, identity):
     """The checkpoint identity (rlscale.train.checkpoint.RunIdentity) of configs whose sections were one flat
     section each, every option's knobs in it: the same hash as then (measured with that schema), so their checkpoints
@@ -74,6 +79,41 @@ def test_a_config_yaml_of_flat_sections_loads_and_is_the_same_run(tmp_path):
     loaded = load_run_config(run / "config.yaml")
     assert (loaded.loss.eps_high, "cispo_cap" in loaded.loss, "window" in loaded.length) == (0.28, False, False)
     assert prepare_run_dir([f"out={run}", "loss=dapo", "length=penalty"])[0] == run
+
+
+def flat_task(task: dict, **written) -> dict:
+    """``task`` as the flat task schema wrote it: every option's knobs, at their defaults but for ``written``."""
+    return {**FLAT_DEFAULTS["task"], **task, **written}
+
+
+def test_a_config_yaml_of_flat_task_sections_loads_and_keeps_its_identity(tmp_path, monkeypatch):
+    """A config.yaml of one flat task class (every task's knobs in the run's task, each mixture part's and each
+    downstream set's) loads, each task typed by its name, and keeps the identity measured with that schema; a math
+    task's ``prompt_style: question``, which conf/task/math.yaml and conf/eval/gsm8k.yaml wrote and math never read,
+    is kept in ``unread`` under the task's dotted name."""
+    monkeypatch.chdir(tmp_path)
+    Path("math.jsonl").write_text("".join(json.dumps({"prompt": f"{i}+1", "answer": str(i + 1)}) + "\n"
+                                          for i in range(50)))
+    math = ["task=math", "task.path=math.jsonl", "task.val_size=10", "eval=gsm8k",
+            "eval.downstream.0.task.path=math.jsonl", "eval.downstream.0.task.val_size=10"]
+    for overrides, identity, unread in (
+            (math, "9a995d81fa56", {"task": {"prompt_style": "question"},
+                                    "eval.downstream[0].task": {"prompt_style": "question"}}),
+            (["task=math_code", "eval=sums3"], "d2a180a050e7", {})):
+        tree = OmegaConf.to_container(compose_run_config(overrides))
+        style = {"prompt_style": "question"} if tree["task"]["name"] == "math" else {}
+        tree["task"] = flat_task(tree["task"], **style)
+        for entry in tree["mixture"]["parts"] + tree["eval"]["downstream"]:
+            entry["task"] = flat_task(entry["task"], **({"prompt_style": "question"} if entry["task"]["name"] == "math"
+                                                         else {}))
+        Path("config.yaml").write_text(OmegaConf.to_yaml(tree))
+        loaded = typed(load_run_config(Path("config.yaml")))
+        assert RunIdentity.of(loaded, "r").config[:12] == identity
+        assert loaded.unread == unread
+        tasks = [loaded.task] + [entry.task for entry in loaded.mixture.parts + loaded.eval.downstream]
+        assert [type(task).__name__ for task in tasks] == [
+            {"math": "MathTaskConfig", "mixture": "MixtureTaskConfig", "reasoning_gym": "ReasoningGymConfig",
+             "code": "CodeTaskConfig"}[task.name] for task in tasks]
 
 
 def test_a_flat_knob_another_option_never_read_is_kept_for_the_identity(tmp_path):

@@ -69,6 +69,24 @@ def test_a_knob_of_another_option_is_refused_in_one_line(overrides, line):
         compose_run_config(overrides)
 
 
+@pytest.mark.parametrize("overrides, field, line", [
+    (["task.path=x"], "task.path", r"^overrides task.path=x: field 'task.path': task.name=reasoning_gym has no such "
+                                   r"knob \(its knobs: answer_format, dataset, dataset_kwargs, prompt_style, seed, "
+                                   r"train_size, val_size\); it is a knob of task.name=math$"),
+    (["task=code", "task.dataset=products"], "task.dataset",
+     r"field 'task.dataset': task.name=code has no such knob .*; it is a knob of task.name=reasoning_gym$"),
+    (["task=math_code", "mixture.parts.1.task.val_path=v.jsonl"], "mixture.parts.1.task.val_path",
+     r"field 'mixture.parts\[1\].task.val_path': mixture.parts\[1\].task.name=code has no such knob \(its knobs: "
+     r"answer_format, prompt_style, seed, train_size, val_size\); it is a knob of mixture.parts\[1\].task.name=math$"),
+])
+def test_a_knob_of_another_task_is_refused_naming_the_task_that_has_it(overrides, field, line):
+    """The run's task, a mixture part's and a downstream set's are typed by their own name; the refusal names the
+    field as an override does (a sweep leaves such a shared override out of the variants whose task lacks it)."""
+    with pytest.raises(ForeignKnob, match=line) as err:
+        compose_run_config(overrides)
+    assert err.value.field == field
+
+
 def defined(path: str) -> bool:
     """``module:attribute`` (the attribute dotted) is defined in the module's source, read without importing
     it (vLLM and DeepSpeed are optional extras)."""

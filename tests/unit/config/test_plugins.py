@@ -15,12 +15,12 @@ from plugin_package import (PACKAGE, REPORTED_RATIO, documented_examples, forget
 from rlscale.cli import app
 from rlscale.config import ConfigError, compose_run_config, typed
 from rlscale.config.registry import LOSS, TASK
-from rlscale.config.schema import TaskConfig
 from rlscale.rl import LossInputs, policy_loss
 from rlscale.config.reference import reference
 from rlscale.paths import CONFIG_PATH_ENV
 from rlscale.rl import losses
 from rlscale.rl.losses import LossConfig
+from rlscale.tasks.base import TaskConfig
 from rlscale.train.components import build_task
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "extending.md"
@@ -104,7 +104,9 @@ def test_the_documented_examples_provide_their_interfaces(tmp_path, monkeypatch)
     try:
         LOSS.check("my_pkg.losses:reinforce")
         TASK.check("my_pkg.tasks:Doubling")
-        task = TASK.load("my_pkg.tasks:Doubling")(TaskConfig(train_size=5, val_size=2))
+        config_class = TASK.config_class("my_pkg.tasks:Doubling")
+        assert (config_class.__name__, issubclass(config_class, TaskConfig)) == ("DoublingConfig", True)
+        task = TASK.load("my_pkg.tasks:Doubling")(config_class(train_size=5, val_size=2))
         problem = task.train_problems()[0]
         assert problem.prompt == f"double {int(problem.answer) // 2} ="
         assert task.is_correct(problem, f" {problem.answer}") and not task.is_correct(problem, "1")
@@ -114,6 +116,20 @@ def test_the_documented_examples_provide_their_interfaces(tmp_path, monkeypatch)
             compose_run_config(["task.name=my_pkg.tasks:Doubling", "task.train_size=99999", "task.val_size=2"])
         assert str(err.value).endswith(": field 'task.train_size': 99999 and task.val_size 2 distinct prompts, but "
                                        "100,000 numbers to double")
+        cfg = typed(compose_run_config(["task.name=my_pkg.tasks:Doubling", "task.numbers=10", "task.train_size=5",
+                                        "task.val_size=2"]))  # its own knob, without a +
+        assert (type(cfg.task).__name__, cfg.task.numbers) == ("DoublingConfig", 10)
+        doubling = "task.name=my_pkg.tasks:Doubling"
+        for overrides, said in (([doubling, "task.numbers=0"], "field 'task.numbers': must be > 0, got 0"),
+                                ([doubling, "task.path=x"], "field 'task.path': task.name=my_pkg.tasks:Doubling has "
+                                                            "no such knob (its knobs: answer_format, numbers, seed, "
+                                                            "train_size, val_size); it is a knob of task.name=math"),
+                                (["task=math_code", "mixture.parts.1.task.name=my_pkg.tasks:Doubling",
+                                  "mixture.parts.1.task.numbers=0"],
+                                 "field 'mixture.parts[1].task.numbers': must be > 0, got 0")):
+            with pytest.raises(ConfigError) as err:
+                compose_run_config(overrides)
+            assert str(err.value).endswith(said) and "\n" not in str(err.value)
         out = policy_loss(loss_inputs(), LOSS.load("my_pkg.losses:reinforce"), LossConfig("my_pkg.losses:reinforce"))
         assert out.per_token.tolist() == [[1.0, 2.0], [-0.5, 0.0]]
         assert (float(out.ratio_mean), float(out.clip_fraction)) == (1.0, 0.0)

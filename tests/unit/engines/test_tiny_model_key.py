@@ -8,22 +8,24 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from rlscale.config.schema import TaskConfig
 from rlscale.engines.models.configs import TinyModelConfig
 from rlscale.rl.length import LengthConfig
 from rlscale.engines.models import tiny_model
 from rlscale.engines.models.char_tokenizer import CharTokenizer
+from rlscale.tasks.base import TaskConfig
+from rlscale.tasks.math import MathTaskConfig
+from rlscale.tasks.reasoning_gym import ReasoningGymConfig
 
-KEY_OF_DEFAULTS = ("from rlscale.config.schema import TaskConfig;"
+KEY_OF_DEFAULTS = ("from rlscale.tasks.reasoning_gym import ReasoningGymConfig;"
                    "from rlscale.engines.models.configs import TinyModelConfig;"
                    "from rlscale.rl.length import LengthConfig;"
                    "from rlscale.engines.models.char_tokenizer import CharTokenizer;"
                    "from rlscale.engines.models.tiny_model import tiny_model_key;"
-                   "print(tiny_model_key(TinyModelConfig(), TaskConfig(), CharTokenizer(LengthConfig().phrase)))")
+                   "print(tiny_model_key(TinyModelConfig(), ReasoningGymConfig(), CharTokenizer(LengthConfig().phrase)))")
 
 
 def default_key() -> str:
-    return tiny_model_key_of(TinyModelConfig(), TaskConfig())
+    return tiny_model_key_of(TinyModelConfig(), ReasoningGymConfig())
 
 
 def tiny_model_key_of(model_cfg: TinyModelConfig, task_cfg: TaskConfig) -> str:
@@ -41,11 +43,11 @@ def module_from(path: Path, source: str, monkeypatch) -> ModuleType:
 
 
 def test_key_covers_every_module_on_the_warmup_path():
-    names = set(tiny_model.code_digests(tiny_model.warmup_code(TaskConfig())))
+    names = set(tiny_model.code_digests(tiny_model.warmup_code(ReasoningGymConfig())))
     assert names == {"rlscale.engines.models.tiny_model", "rlscale.engines.models.char_tokenizer",
                      "rlscale.core.types", "rlscale.tasks.base", "rlscale.tasks.answer_format",
                      "rlscale.tasks.reasoning_gym"}
-    assert "rlscale.tasks.math" in tiny_model.code_digests(tiny_model.warmup_code(TaskConfig(name="math")))
+    assert "rlscale.tasks.math" in tiny_model.code_digests(tiny_model.warmup_code(MathTaskConfig()))
 
 
 def test_an_edit_to_hashed_source_changes_the_key(tmp_path, monkeypatch):
@@ -65,8 +67,8 @@ def test_the_list_of_hashed_code_is_in_the_key(monkeypatch):
 
 def test_library_versions_and_configs_are_in_the_key(monkeypatch):
     before = default_key()
-    assert tiny_model_key_of(TinyModelConfig(warmup_steps=301), TaskConfig()) != before
-    assert tiny_model_key_of(TinyModelConfig(), TaskConfig(seed=1)) != before
+    assert tiny_model_key_of(TinyModelConfig(warmup_steps=301), ReasoningGymConfig()) != before
+    assert tiny_model_key_of(TinyModelConfig(), ReasoningGymConfig(seed=1)) != before
     monkeypatch.setattr(tiny_model, "library_versions", lambda names: {name: "0" for name in names})
     assert default_key() != before
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rlscale.config.schema import TaskConfig
-from rlscale.tasks.code import CodeTask, answer_code
+from rlscale.config import ConfigError, compose_run_config
+from rlscale.tasks.code import CodeTask, CodeTaskConfig, answer_code
 
 
 def task(**kwargs) -> CodeTask:
-    return CodeTask(TaskConfig(**{"name": "code", "train_size": 200, "val_size": 50, **kwargs}))
+    return CodeTask(CodeTaskConfig(**{"train_size": 200, "val_size": 50, **kwargs}))
 
 
 def test_split_sizes_and_distinct_held_out_prompts():
@@ -57,15 +57,16 @@ def test_question_prompts_ask_for_a_python_block():
     assert prompt.startswith("Write a Python function `f(") and prompt.endswith("```python block.")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"val_size": 0}, r"^field 'task.val_size': must leave training prompts among the code task's 2105 prompts, "
-                      r"got 0$"),
-    ({"val_size": 10**6}, r"^field 'task.val_size': must leave training prompts .*, got 1000000$"),
-    ({"prompt_style": "poem"}, r"^field 'task.prompt_style': the code task takes expression or question, got 'poem'$"),
-    ({"answer_format": "math_verify"}, r"^field 'task.answer_format': math_verify, but the code task runs the answer "
-                                       r"as code"),
-    ({"train_size": 0}, r"^field 'task.train_size': must be at least 1, got 0$"),
+@pytest.mark.parametrize("kwargs, message", [  # the bounds of CodeTaskConfig, checked as a config built in code is
+    ({"val_size": 0}, r"^field 'task.val_size': must be in \(0, 2105\), got 0$"),
+    ({"val_size": 2105}, r"^field 'task.val_size': must be in \(0, 2105\), got 2105$"),
+    ({"prompt_style": "poem"}, r"^field 'task.prompt_style': must be one of expression, question, got 'poem'$"),
+    ({"answer_format": "math_verify"}, r"^field 'task.answer_format': must be one of exact, tagged, got 'math_verify'$"),
+    ({"train_size": 0}, r"^field 'task.train_size': must be > 0, got 0$"),
 ])
 def test_bad_config_is_one_line_naming_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message):
         task(**kwargs)
+    overrides = [f"task.{key}={value}" for key, value in kwargs.items()]
+    with pytest.raises(ConfigError, match=message.replace("^", ": ", 1)):  # and as the config is composed
+        compose_run_config(["task=code", *overrides])

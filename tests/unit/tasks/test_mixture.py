@@ -117,6 +117,12 @@ def test_train_lines_carry_each_parts_reward(mixture):
     (["task=math_code", "mixture.parts.0.task.name=maths"], "field 'mixture.parts[0].task.name': 'maths' is not"),
     (["task=math_code", "mixture.parts.0.task.answer_format=boxed"],
      "field 'mixture.parts[0].task.answer_format': 'boxed' is not"),
+    (["task=math_code", "mixture.parts.0.weight=abc"], "field 'mixture.parts[0].weight': Value 'abc' of type 'str' "
+                                                       "could not be converted to Float"),
+    (["task=math_code", "+mixture.parts.1.wieght=2"], "field 'mixture.parts[1].wieght': Key 'wieght' not in "
+                                                      "'MixturePart'"),
+    (["task=math_code", "mixture.parts.1.task.dataset=products"],
+     "field 'mixture.parts[1].task.dataset': mixture.parts[1].task.name=code has no such knob"),
 ])
 def test_a_bad_mixture_is_one_line_naming_the_field(overrides, needle):
     with pytest.raises(ConfigError) as err:

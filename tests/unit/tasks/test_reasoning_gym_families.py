@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rlscale.config.compose import ConfigError, compose_run_config, typed
-from rlscale.config.schema import TaskConfig
 from rlscale.paths import CONFIG_PATH_ENV
-from rlscale.tasks.reasoning_gym import DEFAULT_KWARGS, ReasoningGymTask, generator_kwargs
+from rlscale.tasks.reasoning_gym import DEFAULT_KWARGS, ReasoningGymConfig, ReasoningGymTask, generator_kwargs
 from rlscale.train.components import build_task
 
 SMALL = ["task.prompt_style=question", "task.answer_format=math_verify", "task.train_size=30", "task.val_size=10"]
@@ -77,7 +76,7 @@ def test_a_bad_argument_is_refused_as_the_config_is_composed_in_one_line_naming_
 
 def test_the_task_built_from_an_unchecked_config_refuses_it_alike():
     with pytest.raises(ValueError, match=r"^field 'task.dataset_kwargs.min_digits': 0 refused by reasoning-gym's "):
-        ReasoningGymTask(TaskConfig(dataset="products", dataset_kwargs={"min_digits": 0}))
+        ReasoningGymTask(ReasoningGymConfig(dataset="products", dataset_kwargs={"min_digits": 0}))
 
 
 @pytest.mark.parametrize("preset", ["basic_arithmetic_chat", "gsm_symbolic_chat"])

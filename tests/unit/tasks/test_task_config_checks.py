@@ -55,16 +55,28 @@ def refusal(*overrides: str) -> str:
     (["task=sums_chat", "task.val_size=200"], "field 'task.val_size': 200 distinct held-out prompts, but "
                                               "reasoning-gym's chain_sum with these task.dataset_kwargs has 200 "
                                               "distinct prompts in all"),
-    (["task=code", "task.val_size=2105"], "field 'task.val_size': must leave training prompts among the code task's "
-                                          "2105 prompts, got 2105"),
+    (["task=code", "task.val_size=2105"], "field 'task.val_size': must be in (0, 2105), got 2105"),  # its bounds
     (["task=math_code", "mixture.parts.0.task.dataset=nosuch"], "field 'mixture.parts[0].task.dataset': 'nosuch' is "
                                                                 "not a reasoning-gym task"),
-    (["task=math_code", "mixture.parts.1.task.prompt_style=poem"], "field 'mixture.parts[1].task.prompt_style': the "
-                                                                   "code task takes expression or question, got "
-                                                                   "'poem'"),
-    (["eval=code", "eval.downstream.0.task.val_size=3000"], "field 'eval.downstream[0].task.val_size': must leave "
-                                                            "training prompts among the code task's 2105 prompts, "
-                                                            "got 3000"),
+    (["task=math_code", "mixture.parts.1.task.prompt_style=poem"], "field 'mixture.parts[1].task.prompt_style': must "
+                                                                   "be one of expression, question, got 'poem'"),
+    (["eval=code", "eval.downstream.0.task.val_size=3000"], "field 'eval.downstream[0].task.val_size': must be in "
+                                                            "(0, 2105), got 3000"),
+    (["task.path=x"], "field 'task.path': task.name=reasoning_gym has no such knob (its knobs: answer_format, dataset, "
+                      "dataset_kwargs, prompt_style, seed, train_size, val_size); it is a knob of task.name=math"),
+    (["task=math_code", "+mixture.parts.0.task.prompt_key=x"], "field 'mixture.parts[0].task.prompt_key': "
+                                                               "mixture.parts[0].task.name=reasoning_gym has no such "
+                                                               "knob (its knobs: answer_format, dataset, "
+                                                               "dataset_kwargs, prompt_style, seed, train_size, "
+                                                               "val_size); it is a knob of "
+                                                               "mixture.parts[0].task.name=math"),
+    (["eval=code", "eval.downstream.0.task.dataset=chain_sum"], "field 'eval.downstream[0].task.dataset': "
+                                                                "eval.downstream[0].task.name=code has no such knob "
+                                                                "(its knobs: answer_format, prompt_style, seed, "
+                                                                "train_size, val_size); it is a knob of "
+                                                                "eval.downstream[0].task.name=reasoning_gym"),
+    (["task=math_code", "mixture.parts.1.task.name=nosuch"], "field 'mixture.parts[1].task.name': 'nosuch' is not "
+                                                             "one of reasoning_gym, math, code, mixture"),
 ])
 def test_a_bad_task_argument_is_refused_in_one_line_naming_the_field(overrides, line):
     assert refusal(*overrides).startswith(line)

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from rlscale.config.registry import TASK
-from rlscale.config.schema import TaskConfig
 from rlscale.core.types import split_think
 from rlscale.tasks import math as math_task
+from rlscale.tasks.base import TaskConfig
 from rlscale.tasks.champ import final_answer
-from rlscale.tasks.math import (VERIFY_TIMEOUT_S, MathTask, OffThreadVerifier, held_out_split, math_verify_correct,
-                                read_problems)
+from rlscale.tasks.math import (VERIFY_TIMEOUT_S, MathTask, MathTaskConfig, OffThreadVerifier, held_out_split,
+                                math_verify_correct, read_problems)
+from rlscale.tasks.reasoning_gym import ReasoningGymConfig
 
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 TRAIN = DATA / "math__sampled_1_100_512.parquet"
@@ -74,7 +75,7 @@ def test_math_verify_accepts_equivalent_forms_and_rejects_wrong_answers(gold):
 
 
 def test_the_think_trace_is_stripped_before_verification(tmp_path):
-    task = MathTask(TaskConfig(name="math", path=str(_polaris(tmp_path)), val_size=2))
+    task = MathTask(MathTaskConfig(path=str(_polaris(tmp_path)), val_size=2))
     problem = next(p for p in task.train_problems() + task.val_problems() if p.answer == "18")
     right = "<think>Maybe 17? No: 9 + 9 = 18.</think> The answer is \\boxed{18}."
     wrong = "<think>9 + 9 = 18, so the answer is 18.</think> \\boxed{17}"
@@ -138,9 +139,9 @@ def test_verl_parquet_reader_takes_user_message_and_ground_truth():
 
 @needs_data
 def test_val_path_gives_the_held_out_split():
-    task = MathTask(TaskConfig(name="math", path=str(TRAIN), val_path=str(VAL), train_size=10_000, val_size=10_000))
+    task = MathTask(MathTaskConfig(path=str(TRAIN), val_path=str(VAL), train_size=10_000, val_size=10_000))
     assert (len(task.train_problems()), len(task.val_problems())) == (512, 500)
-    capped = MathTask(TaskConfig(name="math", path=str(TRAIN), val_path=str(VAL), train_size=100, val_size=50))
+    capped = MathTask(MathTaskConfig(path=str(TRAIN), val_path=str(VAL), train_size=100, val_size=50))
     assert (len(capped.train_problems()), len(capped.val_problems())) == (100, 50)
     assert [p.index for p in capped.val_problems()] == list(range(50))
 
@@ -160,12 +161,12 @@ def test_polaris_jsonl_columns(tmp_path):
 
 def test_plain_columns_named_in_the_config(tmp_path):
     path = _write_jsonl(tmp_path / "plain.jsonl", [{"question": "2+2?", "final": 4}, {"question": "3+3?", "final": 6}])
-    task = MathTask(TaskConfig(name="math", path=str(path), prompt_key="question", answer_key="final", val_size=1))
+    task = MathTask(MathTaskConfig(path=str(path), prompt_key="question", answer_key="final", val_size=1))
     assert sorted(p.answer for p in task.train_problems() + task.val_problems()) == ["4", "6"]
 
 
 def test_split_is_deterministic_disjoint_and_seeded(tmp_path):
-    cfg = TaskConfig(name="math", path=str(_polaris(tmp_path, 30)), val_size=5, train_size=1000, seed=7)
+    cfg = MathTaskConfig(path=str(_polaris(tmp_path, 30)), val_size=5, train_size=1000, seed=7)
     one, two = MathTask(cfg), MathTask(cfg)
     rows = lambda problems: [p.meta["row"] for p in problems]  # noqa: E731
     assert rows(one.val_problems()) == rows(two.val_problems())
@@ -173,9 +174,9 @@ def test_split_is_deterministic_disjoint_and_seeded(tmp_path):
     assert len(one.val_problems()) == 5
     assert sorted(rows(one.train_problems()) + rows(one.val_problems())) == list(range(30))
     assert [p.index for p in one.train_problems()] == list(range(25))
-    other = MathTask(TaskConfig(name="math", path=cfg.path, val_size=5, seed=8))
+    other = MathTask(MathTaskConfig(path=cfg.path, val_size=5, seed=8))
     assert rows(other.val_problems()) != rows(one.val_problems())
-    capped = MathTask(TaskConfig(name="math", path=cfg.path, val_size=5, train_size=10, seed=7))
+    capped = MathTask(MathTaskConfig(path=cfg.path, val_size=5, train_size=10, seed=7))
     assert len(capped.train_problems()) == 10
     assert rows(capped.val_problems()) == rows(one.val_problems())
 
@@ -186,10 +187,10 @@ def build_task(cfg: TaskConfig):
 
 
 def test_registry_builds_the_named_task_and_math_has_no_demonstrations(tmp_path):
-    task = build_task(TaskConfig(name="math", path=str(_polaris(tmp_path)), val_size=2))
+    task = build_task(MathTaskConfig(path=str(_polaris(tmp_path)), val_size=2))
     assert isinstance(task, MathTask)
     assert task.demonstration(task.train_problems()[0]) is None
-    gym = build_task(TaskConfig(name="reasoning_gym", dataset="chain_sum", train_size=10, val_size=5))
+    gym = build_task(ReasoningGymConfig(dataset="chain_sum", train_size=10, val_size=5))
     assert (gym.name, len(gym.train_problems())) == ("reasoning_gym/chain_sum", 10)
 
 
@@ -226,7 +227,7 @@ def test_bad_paths_and_sizes(tmp_path):
     with pytest.raises(ValueError, match="broken.parquet: not a readable parquet file"):
         read_problems(str(tmp_path / "broken.parquet"))
     with pytest.raises(ValueError, match="^field 'task.path': not set"):
-        MathTask(TaskConfig(name="math"))
+        MathTask(MathTaskConfig())
     with pytest.raises(ValueError, match="task.val_size=12: must leave training rows"):
         held_out_split(read_problems(str(_polaris(tmp_path))), val_size=12, train_size=10, seed=0)
     with pytest.raises(ValueError, match="field 'task.name': 'chess' is not one of"):
@@ -256,7 +257,7 @@ def test_champ_loader_ships_270_problems_with_math_verify_rewards():
     assert problems[0].answer == "239"
     assert {p.meta["category"] for p in problems} == {"Combinatorics", "Inequality", "Number-Theory",
                                                       "Polynomial", "Sequence"}
-    task = MathTask(TaskConfig(name="math", path="champ", val_size=20, seed=3))
+    task = MathTask(MathTaskConfig(path="champ", val_size=20, seed=3))
     assert (len(task.train_problems()), len(task.val_problems())) == (250, 20)
     by_id = {p.meta["identifier"]: p for p in task.train_problems() + task.val_problems()}
     assert task.is_correct(by_id["P_Combinatorics_2"], "There are \\boxed{252} such strings.")
