@@ -68,7 +68,11 @@ class ProgressLines:
         self.start = clock()
         self.printed_at: Optional[float] = None
         self.first_step: Optional[int] = None
-        self.stream.write(f"{title}: {WARMING_UP}\n")
+
+    def started(self) -> None:
+        """The run holds its folder and passed its checks: say it is warming up (a refusal prints its one line
+        alone)."""
+        self.stream.write(f"{self.title}: {WARMING_UP}\n")
         self.stream.flush()
 
     def write(self, record: Dict) -> None:

@@ -320,6 +320,8 @@ def _train_locked(cfg: RunConfig, run_dir: Path, stop_at: Optional[int],
              stop_at or cfg.trainer.max_steps, versions_line())
     write_status(run_dir, RunState.RUNNING, pid=os.getpid(), host=host())
     reserve_status_space(run_dir)
+    for sink in sinks:
+        getattr(sink, "started", lambda: None)()
     loop = None
     early = {}
     try:

@@ -50,9 +50,11 @@ def test_each_distinct_run_gets_its_folder_with_its_records(tmp_path, monkeypatc
 def test_a_runs_log_lines_carry_its_name_in_its_train_log(tmp_path, caplog):
     log = logging.getLogger("rlscale.test")
     with run_logging(tmp_path, "sw/one", 4, progress_shown=True) as sinks:
+        sinks[0].started()
         log.warning("first %d", 1)
         sinks[0].write({"step": 4, "kind": "eval", "val_reward": 0.5})
     with run_logging(tmp_path, "sw/one", 4, progress_shown=False) as sinks:  # a resume appends
+        sinks[0].started()
         sinks[0].write({"step": 4, "kind": "eval", "val_reward": 0.5})
     log.warning("after the run")
     lines = (tmp_path / "train.log").read_text().splitlines()

@@ -66,6 +66,7 @@ def test_plain_progress_lines_are_periodic_and_end_at_the_last_step():
     now = [0.0]
     out = io.StringIO()
     lines = ProgressLines("default/run", 4, stream=out, every_s=30.0, clock=lambda: now[0])
+    lines.started()
     lines.write({"step": 0, "kind": "eval", "val_reward": 0.2})
     for step, t in zip((1, 2, 3, 4), (10.0, 20.0, 40.0, 50.0)):
         now[0] = t
