@@ -53,8 +53,8 @@ def main(results: Path, out: Path) -> None:
                            filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))})
         browser = Chromium(Path(tmp) / "profile")
         try:
-            session = browser.open((copy / "report.html").as_uri(), WIDTH, MAX_HEIGHT)
-            layout = json.loads(browser.evaluate(session, LAYOUT))
+            tab = browser.open((copy / "report.html").as_uri(), WIDTH, MAX_HEIGHT)
+            layout = json.loads(browser.evaluate(tab, LAYOUT))
             problems = readability_problems(layout)
             if problems:
                 raise SystemExit("not a page for the docs: " + "; ".join(problems))
@@ -62,7 +62,7 @@ def main(results: Path, out: Path) -> None:
             shots = {"report-summary.png": (0, min(layout["summaryBottom"] + 16, MAX_HEIGHT)),
                      "report-ranking.png": (top, min(bottom + 8 - top, MAX_HEIGHT))}
             for name, (y, height) in shots.items():
-                path = small(browser.screenshot(session, out / name, {"x": 0, "y": y, "width": WIDTH,
+                path = small(browser.screenshot(tab, out / name, {"x": 0, "y": y, "width": WIDTH,
                                                                        "height": height}))
                 print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
         finally:

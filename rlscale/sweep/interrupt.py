@@ -1,5 +1,5 @@
 """How ``rlscale sweep`` takes a signal: SIGINT (Ctrl-C in its terminal) or SIGTERM (``kill``, a job scheduler,
-a closing session). What it then does (rlscale.sweep.stop):
+a terminal being closed). What it then does (rlscale.sweep.stop):
 
 - A foreground sweep of local lanes owns its lanes: it stops them with every process they started (as
   ``rlscale cancel`` does), marks their unfinished runs failed with the reason ``interrupted (SIG...)``, and says

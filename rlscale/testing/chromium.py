@@ -74,11 +74,11 @@ class Chromium:
         self._buffer = b""
         self._id = 0
 
-    def call(self, method: str, params: Optional[dict] = None, session: Optional[str] = None) -> dict:
+    def call(self, method: str, params: Optional[dict] = None, tab: Optional[str] = None) -> dict:
         self._id += 1
         message = {"id": self._id, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
+        if tab:
+            message["sessionId"] = tab
         os.write(self._commands, json.dumps(message).encode() + b"\0")
         reply = self._read(lambda m: m.get("id") == self._id)
         assert "error" not in reply, reply
@@ -117,27 +117,27 @@ class Chromium:
 
     def open(self, url: str, width: int = 1280, height: int = 900) -> str:
         """Load ``url`` in a new tab of ``width`` x ``height`` CSS pixels with the network recorded; return
-        the tab's session."""
+        the tab's id for ``call``."""
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        tab = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
-                                                         "mobile": False}, session=session)
-        self.call("Network.enable", session=session)
-        self.call("Page.enable", session=session)
-        self.call("Page.navigate", {"url": url}, session=session)
+                                                         "mobile": False}, tab=tab)
+        self.call("Network.enable", tab=tab)
+        self.call("Page.enable", tab=tab)
+        self.call("Page.navigate", {"url": url}, tab=tab)
         self.wait_event("Page.loadEventFired")
-        return session
+        return tab
 
-    def evaluate(self, session: str, expression: str):
+    def evaluate(self, tab: str, expression: str):
         """The value of ``expression`` evaluated in the tab (JSON-serializable values)."""
-        answer = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=session)
+        answer = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, tab=tab)
         return answer["result"].get("value")
 
-    def screenshot(self, session: str, path: Path, clip: dict, fmt: str = "png", quality: int = 80) -> Path:
+    def screenshot(self, tab: str, path: Path, clip: dict, fmt: str = "png", quality: int = 80) -> Path:
         """The region ``clip`` (x, y, width, height in page pixels) of the tab, as ``fmt`` (png or jpeg)."""
         params = {"format": fmt, "clip": {**clip, "scale": 1}, "captureBeyondViewport": True}
         if fmt == "jpeg":
             params["quality"] = quality
-        data = self.call("Page.captureScreenshot", params, session=session)["data"]
+        data = self.call("Page.captureScreenshot", params, tab=tab)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
