@@ -142,8 +142,8 @@ class TensorBoardSink:
 
         self.writer = SummaryWriter(log_dir=str(log_dir))
         self.writer.add_text("config", indented(config_yaml(run.params)), global_step=0)
-        _, session_start, _ = hparams(hparam_values(run.params), {})  # metrics: the run's scalars, as TB infers
-        self.writer.file_writer.add_summary(session_start)
+        _, run_start, _ = hparams(hparam_values(run.params), {})  # metrics: the run's scalars, as TB infers
+        self.writer.file_writer.add_summary(run_start)
         self.writer.flush()
 
     def write(self, record: Dict) -> None:
