@@ -77,13 +77,14 @@ def test_the_wheel_runs_from_another_folder(tmp_path):
     assert {n for n in names if n.endswith(".sbatch") or n.startswith(("conf/", "sweeps/", "slurm/", "docs/"))} == set()
     subpackages = {n.split("/")[1] for n in names if n.startswith("rlscale/") and n.count("/") > 1}
     assert "config" in subpackages and "sweep" in subpackages and not subpackages & {"conf", "sweeps", "slurm", "docs"}
-    # the reference pages --help names, without the examples' run folders
+    # the reference pages --help names and the screenshots they show, without the examples' run folders
     assert ({n for n in names if n.startswith("rlscale/shipped/docs/")}
-            == {f"rlscale/shipped/docs/{p.name}" for p in (source / "docs").glob("*.md")})
+            == {f"rlscale/shipped/docs/{p.relative_to(source / 'docs').as_posix()}"
+                for p in [*(source / "docs").glob("*.md"), *(source / "docs/images").glob("*.png")]})
     assert ({n for n in names if n.startswith("rlscale/shipped/bench/results/")}
             == {f"rlscale/shipped/bench/results/{p.name}" for p in (source / "bench/results").glob("*.*")
                 if p.suffix in (".md", ".log")})
-    for page in (n for n in names if n.startswith("rlscale/shipped/docs/")):  # their links resolve in the install
+    for page in (n for n in names if n.startswith("rlscale/shipped/docs/") and n.endswith(".md")):  # links resolve
         for target in re.findall(r"\]\(([^)\s]+)\)", archive.read(page).decode()):
             path = target.split("#")[0]
             if path and "://" not in path:
