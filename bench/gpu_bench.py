@@ -43,51 +43,20 @@ from typing import Dict, List, Sequence
 
 import torch
 
+from lib import paper_lengths
 from lib.decode import decode_loop
+from lib.step import components, rl_step
 from lib.runs import run_config
 from lib.shapes import PEAKS, SHAPES, Shape, build_model, peaks
 from lib.timers import release, sync, timed
 from lib.workloads import CPU_WORK, GPU_WORK, PAPER_ROWS, BenchTask, BenchTokenizer, Workload, trivial_reward
-from rlscale.config.registry import LENGTH
 from rlscale.config.schema import RunConfig
-from rlscale.engines.generators.build import build_generator
 from rlscale.engines.learners.build import build_learner
 from rlscale.engines.models.policy import count_parameters
-from rlscale.rl import NoPositiveResamplingPool
-from rlscale.train.components import Components, Objective, build_source, generator_settings, learner_settings_of
-from rlscale.train.compute import ComputeMeter
+from rlscale.train.components import Components, learner_settings_of
 from rlscale.train.loop import prepare_batch
-from rlscale.train.rollouts import RolloutSampler
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-# -- rlscale's step on a synthetic task ---------------------------------------------------------------
-def components(cfg: RunConfig, shape: Shape, work: Workload, run_dir: Path) -> Components:
-    """The objects ``build_components`` makes, around the synthetic task and a random-weight model."""
-    device = torch.device(cfg.engine.device)
-    tok = BenchTokenizer(shape.vocab)
-    task = BenchTask(tok, work)
-    model = build_model(shape, torch.bfloat16 if device.type == "cuda" else torch.float32, device.type)
-    generator = build_generator(generator_settings(cfg), model, tok, device)
-    learner = build_learner(learner_settings_of(cfg, cfg.engine.compile and device.type == "cuda"), model)
-    pool = NoPositiveResamplingPool(len(task.train_problems()), enabled=False)
-    rng = torch.Generator().manual_seed(cfg.seed)
-    meter = ComputeMeter(count_parameters(model), device.type, 1)
-    sampler = RolloutSampler(task, tok, generator, pool, cfg.batch.generations, cfg.filtering, cfg.length,
-                             LENGTH.load(cfg.length.name), rng, meter)
-    source = build_source(cfg, sampler, model, run_dir)
-    return Components(cfg, device, task, tok, model, generator, learner, pool, rng, meter, sampler, source, [],
-                      Objective.of(cfg))
-
-
-def rl_step(c: Components, step: int):
-    """``RunLoop.update`` without its logging: next batch, filters and advantages, one update, publish."""
-    groups = c.source.next_batch(step)
-    batch, advantages, weights, _ = prepare_batch(groups, c)
-    result = c.learner.step(batch, advantages, weights)
-    c.source.after_update(c.model, step + 1)
-    return groups, result
 
 
 def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: str, out: dict,
@@ -98,7 +67,8 @@ def measure_variant(shape_name: str, fp32_head: bool, work: Workload, device: st
     head = "fp32_head" if fp32_head else "bf16_head"
     rows = work.prompts * work.generations
     with tempfile.TemporaryDirectory() as tmp:
-        c = components(cfg, shape, work, Path(tmp))
+        c = components(cfg, build_model(shape, torch.bfloat16 if dev.type == "cuda" else torch.float32, dev.type),
+                       work, Path(tmp))
         params = count_parameters(c.model)
         flops_peak, bw_peak, card = peaks(dev)
         rec: Dict[str, float] = {"params": params}
@@ -263,7 +233,8 @@ def measure_pipeline(shape_name: str, work: Workload, device: str, steps: int, o
         cfg = run_config(work, shape, True, mode, device)
         cfg.offpolicy.update_every_tokens = every
         with tempfile.TemporaryDirectory() as tmp:
-            c = components(cfg, shape, work, Path(tmp))
+            c = components(cfg, build_model(shape, torch.bfloat16 if dev.type == "cuda" else torch.float32, dev.type),
+                           work, Path(tmp))
             try:
                 rl_step(c, 0)
                 start = time.perf_counter()
@@ -486,6 +457,7 @@ def table(out: dict) -> str:
                              f"{fmt(run['samples_per_s'], '.4g')} | "
                              f"{fmt(run['samples_per_s'] / rec['ppo']['samples_per_s'], '.2f')}x | "
                              f"{fmt(run['mean_lag'], '.2f')} |")
+    lines += paper_lengths.table(out.get("long", {}))
     return "\n".join(lines)
 
 
@@ -505,6 +477,8 @@ def main() -> None:
                     help="trl runs inside models, after each model's rlscale measurements")
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
     ap.add_argument("--pipeline-model", default="smollm2-135m")
+    ap.add_argument("--long-models", default="qwen3-1.7b,qwen3-4b", help="shapes of the long section")
+    ap.add_argument("--long-steps", type=int, default=2, help="RL steps per shape in the long section")
     ap.add_argument("--pipeline-steps", type=int, default=16)
     ap.add_argument("--update-every", default="0",
                     help="comma-separated offpolicy.update_every_tokens of the PipelineRL runs (0 = immediate)")
@@ -550,6 +524,10 @@ def main() -> None:
         elif section == "head":
             for m in models:
                 measure_head(m, args.device, out, head_rows)
+                save(out, args.out)
+        elif section == "long":
+            for m in ["tiny"] if args.tiny else args.long_models.split(","):
+                paper_lengths.measure(m, args.device, args.long_steps, out)
                 save(out, args.out)
         elif section == "pipeline":
             measure_pipeline("tiny" if args.tiny else args.pipeline_model, work, args.device, args.pipeline_steps, out,

@@ -6,7 +6,9 @@ For P parameters of b bytes (2 for bf16/fp16 weights, 4 for float32), a Llama-st
 hidden size h, key/value width k (KV heads x head size), MLP width i and vocabulary V, a micro-batch of T
 tokens (its rows x the longest sequence: prompt + think budget + answer budget), N trainer ranks:
 
-- **weights**: P b, split over the ranks under ZeRO-3.
+- **weights**: P b, split over the ranks under ZeRO-3, where rank 0 also keeps the model whole (P b, its
+  ``whole_weights``), the copy its generator samples from and PipelineRL publishes
+  (``engines.learners.deepspeed_learner``).
 - **optimizer**: AdamW's two float32 moments (8P), the weights' gradients (P b) and, for a low-precision
   model, its float32 master weights and their gradients (8P, ``engines.learners.torch_learner``). DeepSpeed
   ZeRO-2 and ZeRO-3 split all of it over the ranks.
@@ -27,6 +29,14 @@ tokens (its rows x the longest sequence: prompt + think budget + answer budget),
   The synchronous loop samples a step's rows on the trainer's GPU; PipelineRL's generators (Section 3.1) are
   processes with their own weights and cache, each sampling chunks of ceil(prompts / generators) groups
   (``train.offpolicy.pipeline``), on GPUs of their own when the job has them, else on the trainer's.
+- **decoder copies**: the torch generator's GPU path (``engines.generators.static_decoder``) keeps each layer's
+  q/k/v and gate/up weights fused, L h (q + 2k + 2i) b, in every process that has a generator: rank 0 (its own
+  generator samples the synchronous loop's rows and the evaluations) and each PipelineRL generator. vLLM's
+  engine is not counted.
+- **published weights** of PipelineRL: the versions a generator may still load, P b each: the last k + 1 with
+  scheduled in-flight updates (``offpolicy.update_every_tokens`` > 0), else the newest (``PipelineConfig.slots``).
+  Generator processes read them from the trainer's GPU (``train.offpolicy.pipeline_weights.SharedWeights``, CUDA
+  IPC); a generator task keeps them on its own GPU beside its model (``train.offpolicy.pipeline_remote``).
   ``generator_rows`` resolves ``engine.generator_rows`` on a card: ``auto`` takes every row of a chunk when the
   estimate fits ``USABLE_FRACTION`` of it, else the most rows that fit; a set number that does not fit is
   refused in one line naming the field, before the run samples anything.
@@ -72,6 +82,12 @@ class ModelShape:
     kv_width: int  # key/value heads x head size
     intermediate: int
     vocab: int
+    q_width: int = 0  # query heads x head size (0: the hidden size)
+
+    @property
+    def fused_params(self) -> int:
+        """Parameters of the torch generator's fused weights: each layer's q/k/v and gate/up projections."""
+        return self.layers * self.hidden * ((self.q_width or self.hidden) + 2 * self.kv_width + 2 * self.intermediate)
 
     @classmethod
     def of_config(cls, config) -> "ModelShape":
@@ -87,7 +103,7 @@ class ModelShape:
         qk_norms = 2 * head_dim if config.model_type == "qwen3" else 0
         per_layer = h * q + 2 * h * kv + q * h + bias + qk_norms + 3 * h * i + 2 * h
         head = 0 if getattr(config, "tie_word_embeddings", False) else vocab * h
-        return cls(vocab * h + layers * per_layer + h + head, layers, h, kv, i, vocab)
+        return cls(vocab * h + layers * per_layer + h + head, layers, h, kv, i, vocab, q)
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,9 @@ class JobLayout:
     checkpointing: bool  # activation checkpointing per decoder layer
     head_chunk: int  # positions per pass of the LM head (0: the whole micro-batch)
     generator_rows: Optional[int] = 0  # rows a generator samples at once (0: a chunk's; None: auto, counted as 0)
+    published: int = 0  # copies of the weights PipelineRL keeps for publication (its slots; 0 without generators)
+    generator_tasks: bool = False  # the generators are tasks of the job (they keep those copies, not the trainer)
+    decoder_copies: bool = False  # torch generators, which keep fused copies of some weights (0 for vLLM)
 
     @property
     def cache_rows(self) -> int:
@@ -125,7 +144,7 @@ class JobLayout:
         rows as ``engine.generator_rows`` sets them, ``auto`` as None (``generator_rows`` resolves it for a GPU);
         ValueError for a shape that leaves them no GPU."""
         gen, launcher = cfg.generation, cfg.launcher
-        think = cfg.length.window[1] if cfg.length.name == "interruption" else gen.max_think_tokens
+        think = cfg.length.longest_think(gen.max_think_tokens)
         completion = (think + PHRASE_TOKENS if gen.think is not False else 0) + gen.max_answer_tokens + 1
         pipeline = cfg.offpolicy.name == "pipeline"
         generators = cfg.offpolicy.num_generators if pipeline else 0
@@ -140,7 +159,9 @@ class JobLayout:
                    launcher.nodes * launcher.tasks_per_node - launcher.generator_tasks, prompts * generations,
                    chunk * generations, cfg.batch.micro_batch, prompt_tokens + completion, generators, per_gpu,
                    cfg.engine.activation_checkpointing is True, HEAD_CHUNK_TOKENS,
-                   None if cfg.engine.generator_rows == "auto" else cfg.engine.generator_rows)
+                   None if cfg.engine.generator_rows == "auto" else cfg.engine.generator_rows,
+                   cfg.offpolicy.slots if pipeline else 0, pipeline and launcher.generator_tasks > 0,
+                   cfg.engine.generator == "torch")
 
 
 @dataclass(frozen=True)
@@ -172,17 +193,26 @@ class MemoryEstimate:
         head_tokens = min(tokens, job.head_chunk) if job.head_chunk > 0 else tokens
         layer = tokens * (6 * shape.hidden + 2 * shape.kv_width + 2 * shape.intermediate) * b  # one layer's
         kv_cache = job.cache_rows * row_cache_bytes(shape, job)
+        zero3 = job.learner == "deepspeed" and job.zero_stage >= 3
         trainer = {
-            "weights": p * b / (split if zero and job.zero_stage >= 3 else 1),
+            "weights": p * b / (split if zero and zero3 else 1),
+            **({"whole_weights": p * b} if zero3 else {}),
             "optimizer": states / split,
             "activations": tokens * shape.layers * shape.hidden * b + layer if job.checkpointing
             else shape.layers * layer,
             "lm_head": head_tokens * shape.vocab * 2 * head_bytes,
         }
-        if job.generators and job.per_gpu:
-            return cls(trainer, {"weights": job.per_gpu * p * b, "kv_cache": job.per_gpu * kv_cache})
+        fused = shape.fused_params * b if job.decoder_copies else 0
+        copies = lambda n: {"decoder_copies": n * fused} if fused else {}  # noqa: E731  (n generators' fused copies)
+        published = {"published_weights": job.published * p * b} if job.generators else {}
+        if job.generators and job.per_gpu:  # rank 0's own generator keeps its fused copies too
+            own = {"weights": job.per_gpu * p * b, **copies(job.per_gpu), "kv_cache": job.per_gpu * kv_cache}
+            if job.generator_tasks:  # each generator task keeps the published versions beside its model
+                return cls({**trainer, **copies(1)}, {**own, "published_weights": job.per_gpu * job.published * p * b})
+            return cls({**trainer, **copies(1), **published}, own)
         shared = {"generator_weights": job.generators * p * b} if job.generators else {}
-        return cls({**trainer, **shared, "kv_cache": max(1, job.generators) * kv_cache}, None)
+        return cls({**trainer, **shared, **copies(1 + job.generators), **published,
+                    "kv_cache": max(1, job.generators) * kv_cache}, None)
 
 
 def checkpointing_needed(shape: ModelShape, job: JobLayout, device_bytes: int) -> bool:

@@ -35,6 +35,15 @@ class LengthConfig:
     phrase: str = knob("Okay, time is up. Let me stop thinking and formulate a final answer now. </think>",
                        "interruption: the text appended before the answer is generated", "Sec. 3.2")
 
+    def longest_think(self, max_think_tokens: int) -> int:
+        """The longest think budget a trace can get: ``generation.max_think_tokens``, where traces are truncated."""
+        return max_think_tokens
+
+    def think_budgets(self, n: int, max_think_tokens: int, rng: torch.Generator) -> Tensor:
+        """[n] long: each trace's think budget, drawn from ``rng`` by the generators (here every trace's is
+        ``generation.max_think_tokens``)."""
+        return torch.full((n,), max_think_tokens, dtype=torch.long)
+
 
 @dataclass
 class InterruptionConfig(LengthConfig):
@@ -44,6 +53,15 @@ class InterruptionConfig(LengthConfig):
     window: List[int] = knob([20, 24], "[lo, hi], the think length at which the phrase is appended, drawn "
                              "uniformly (paper: [10k, 12k] of a 12,288-token think budget); 0 < lo <= hi",
                              "Sec. 3.2", gt=0)
+
+    def longest_think(self, max_think_tokens: int) -> int:
+        """The window's upper end: the interruption comes at the latest there."""
+        return self.window[1]
+
+    def think_budgets(self, n: int, max_think_tokens: int, rng: torch.Generator) -> Tensor:
+        """[n] long: where each trace's interruption comes, drawn uniformly from the window (Sec. 3.2)."""
+        lo, hi = self.window
+        return torch.randint(lo, hi + 1, (n,), generator=rng)
 
 
 @dataclass
@@ -92,10 +110,3 @@ RewardShaping = Callable[[Tensor, Tensor, Tensor, LengthConfig], Tensor]
 LENGTHS: Dict[str, RewardShaping] = {"interruption": interruption, "penalty": penalty, "none": none}
 """The reward shaping of each length control: [N] rewards, lengths, correct -> [N] shaped rewards."""
 
-
-def interruption_length(window: tuple[int, int], generator: torch.Generator) -> int:
-    """A think budget drawn uniformly from the integers lo..hi (both included), ``window = (lo, hi)``."""
-    lo, hi = window
-    if not 0 <= lo <= hi:
-        raise ValueError(f"interruption window must satisfy 0 <= lo <= hi, got {tuple(window)}")
-    return int(torch.randint(lo, hi + 1, (1,), generator=generator).item())

@@ -19,7 +19,8 @@ from rlscale.runfolder.names import shown
 from rlscale.sweep.resolve import ResolvedRun
 from rlscale.tables import WrappingTable
 
-PARTS = ("weights", "optimizer", "activations", "lm_head", "generator_weights", "kv_cache")
+PARTS = ("weights", "whole_weights", "optimizer", "activations", "lm_head", "generator_weights", "decoder_copies",
+         "published_weights", "kv_cache")
 
 
 def memory_table(runs: Sequence[ResolvedRun], prompt_tokens: int) -> Table:

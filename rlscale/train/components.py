@@ -227,6 +227,13 @@ def build_components(cfg: RunConfig, run_dir: Path) -> Components:
     device = prepare_process(cfg)
     task = build_task(cfg)
     model, tok = build_policy(cfg, task, device)
+    return assemble_components(cfg, task, model, tok, device, run_dir)
+
+
+def assemble_components(cfg: RunConfig, task: Task, model, tok, device: torch.device, run_dir: Path) -> Components:
+    """The run's parts around its task and policy (``build_components`` builds those from the config; the GPU
+    benchmarks hand in a synthetic task and a random-weight model): generator rows and activation checkpointing
+    resolved on ``device``, the learner compiled for the longest sequence, the pool, sampler and rollout source."""
     rows = resolved_generator_rows(cfg, task, tok, model, device)
     generator = build_generator(generator_settings(cfg, rows), model, tok, device)
     compiled = cfg.engine.compile and device.type == "cuda"

@@ -77,21 +77,13 @@ class TorchGenerator:
         return self.rules.max_steps(self._longest_budget())
 
     def _longest_budget(self) -> int:
-        if self.length_cfg.name == "interruption":
-            return self.length_cfg.window[1]
-        return self.gen_cfg.max_think_tokens
-
-    def _think_budgets(self, n: int, rng: torch.Generator) -> torch.Tensor:
-        if self.length_cfg.name == "interruption":
-            lo, hi = self.length_cfg.window
-            return torch.randint(lo, hi + 1, (n,), generator=rng)
-        return torch.full((n,), self.gen_cfg.max_think_tokens, dtype=torch.long)
+        return self.length_cfg.longest_think(self.gen_cfg.max_think_tokens)
 
     @torch.no_grad()
     def generate(self, prompts: Sequence[List[int]], rng: torch.Generator, version: int = 0,
                  version_hook: Optional[Callable[[], int]] = None) -> List[Completion]:
         start = time.perf_counter()
-        budgets = self._think_budgets(len(prompts), rng)
+        budgets = self.length_cfg.think_budgets(len(prompts), self.gen_cfg.max_think_tokens, rng)
         if self.engine is not None:
             seed = int(torch.randint(SEED_BOUND, (1,), generator=rng))
             completions, steps = self.engine.generate(prompts, budgets, seed, version, version_hook, self.tok.decode)

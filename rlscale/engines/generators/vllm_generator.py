@@ -83,11 +83,7 @@ class VLLMGenerator:
     # -- sampling ------------------------------------------------------------------------------
     def _traces(self, prompts: Sequence[List[int]], rng: torch.Generator) -> List[Trace]:
         n = len(prompts)
-        if self.rules.interruption:
-            lo, hi = self.length_cfg.window
-            budgets = torch.randint(lo, hi + 1, (n,), generator=rng)
-        else:
-            budgets = torch.full((n,), self.gen_cfg.max_think_tokens, dtype=torch.long)
+        budgets = self.length_cfg.think_budgets(n, self.gen_cfg.max_think_tokens, rng)
         seeds = torch.randint(0, SEED_BOUND, (n, 2), generator=rng)
         return [Trace(list(p), int(b), int(s[0]), int(s[1]), self.rules) for p, b, s in zip(prompts, budgets, seeds)]
 

@@ -1,7 +1,9 @@
 """The memory estimate per GPU (``rlscale.engines.memory``): parameters counted from a config equal the
-instantiated model's, the ZeRO split, activation checkpointing, the LM head's chunks, the PipelineRL
-placement and the generator's refilled rows by hand, what ``engine.generator_rows`` resolves to on a card, the completion budget read from a composed run config, what ``auto`` checkpointing resolves
-to, and the estimate against peaks measured on an H200."""
+instantiated model's; by hand, the ZeRO split, activation checkpointing, the LM head's chunks, the PipelineRL
+placement, the copies of the weights that ZeRO-3's rank 0, the torch generator and PipelineRL's publication keep,
+and the generator's refilled rows; what ``engine.generator_rows`` resolves to on a card, the completion budget
+read from a composed run config, what ``auto`` checkpointing resolves to, and the estimate against peaks measured
+on an H200."""
 from __future__ import annotations
 
 import pytest
@@ -42,12 +44,13 @@ SHAPE = ModelShape(params=1000, layers=2, hidden=8, kv_width=4, intermediate=16,
 def test_zero_splits_states_over_the_ranks_and_stage_3_the_weights_too():
     zero3 = MemoryEstimate.of(SHAPE, job()).trainer
     assert zero3["weights"] == 2000 / 4
+    assert zero3["whole_weights"] == 2000  # rank 0 keeps the model whole for its generator and the publication
     assert zero3["optimizer"] == (8000 + 2000 + 8000) / 4  # moments, bf16 gradients, fp32 masters + their grads
     assert zero3["activations"] == 4 * 100 * 2 * (6 * 8 + 2 * 4 + 2 * 16) * 2  # 4 of the rank's 16 rows
     assert zero3["lm_head"] == 400 * 50 * 2 * 4  # FP32 head: logits and their gradient in float32
     assert zero3["kv_cache"] == 64 * 100 * 2 * 2 * 4 * 2  # the synchronous loop samples every row on rank 0
     zero2 = MemoryEstimate.of(SHAPE, job(zero_stage=2)).trainer
-    assert zero2["weights"] == 2000 and zero2["optimizer"] == zero3["optimizer"]
+    assert zero2["weights"] == 2000 and zero2["optimizer"] == zero3["optimizer"] and "whole_weights" not in zero2
     alone = MemoryEstimate.of(SHAPE, job(learner="torch", ranks=1, micro_batch=0, weight_bytes=4, fp32_head=False))
     assert alone.trainer["optimizer"] == 8000 + 4000  # float32: no master copy
     assert alone.trainer["activations"] == 64 * 100 * 2 * 88 * 4 and alone.trainer["lm_head"] == 6400 * 50 * 2 * 4
@@ -72,13 +75,40 @@ def test_auto_checkpointing_turns_on_where_the_estimate_without_it_passes_nine_t
 
 
 def test_pipeline_generators_hold_weights_and_cache_on_their_gpu_or_on_the_trainers():
-    own = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=1, chunk_rows=32))
+    own = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=1, chunk_rows=32, published=1))
     assert own.generator == {"weights": 2000, "kv_cache": 32 * 100 * 2 * 2 * 4 * 2} and "kv_cache" not in own.trainer
-    shared = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=0, chunk_rows=32))
+    assert own.trainer["published_weights"] == 2000  # the newest version, on the trainer's GPU (CUDA IPC)
+    shared = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=0, chunk_rows=32, published=1))
     assert shared.generator is None and shared.generator_gib is None
     assert shared.trainer["generator_weights"] == 4000 and shared.trainer["kv_cache"] == 2 * own.generator["kv_cache"]
+    assert shared.trainer["published_weights"] == 2000
     doubled = MemoryEstimate.of(SHAPE, job(generators=4, per_gpu=2, chunk_rows=16))  # 4 generators on 2 GPUs
     assert doubled.generator == {"weights": 4000, "kv_cache": 2 * 16 * 100 * 2 * 2 * 4 * 2}
+
+
+def test_scheduled_updates_keep_k_plus_one_published_versions_where_the_generators_read_them():
+    """PipelineRL-8 with scheduled in-flight updates keeps 9 versions: on the trainer's GPU for generator processes,
+    on each generator task's GPU beside its own model; the synchronous loop publishes nothing."""
+    processes = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=1, chunk_rows=32, published=9))
+    assert processes.trainer["published_weights"] == 9 * 2000 and "published_weights" not in processes.generator
+    tasks = MemoryEstimate.of(SHAPE, job(generators=2, per_gpu=1, chunk_rows=32, published=9, generator_tasks=True))
+    assert tasks.generator["published_weights"] == 9 * 2000 and tasks.generator["weights"] == 2000
+    assert "published_weights" not in tasks.trainer
+    assert "published_weights" not in MemoryEstimate.of(SHAPE, job(published=9)).trainer  # no generators
+
+
+def test_torch_generators_keep_fused_q_k_v_and_gate_up_copies_in_every_process_that_samples():
+    fused = 2 * 8 * (8 + 2 * 4 + 2 * 16) * 2  # layers x hidden x (q + 2 kv + 2 i) x bf16
+    assert SHAPE.fused_params * 2 == fused
+    alone = MemoryEstimate.of(SHAPE, job(decoder_copies=True))  # the synchronous loop: rank 0's generator
+    assert alone.trainer["decoder_copies"] == fused
+    shared = MemoryEstimate.of(SHAPE, job(generators=2, chunk_rows=32, decoder_copies=True))
+    assert shared.trainer["decoder_copies"] == 3 * fused  # rank 0's and both generator processes'
+    own = MemoryEstimate.of(SHAPE, job(generators=4, per_gpu=2, chunk_rows=16, decoder_copies=True))
+    assert own.trainer["decoder_copies"] == fused and own.generator["decoder_copies"] == 2 * fused
+    assert "decoder_copies" not in MemoryEstimate.of(SHAPE, job()).trainer  # vLLM: its own engine
+    qwen3 = Qwen3Config(**SMALL, head_dim=32)  # q = 4 heads x 32, wider than the hidden size
+    assert ModelShape.of_config(qwen3).fused_params == 3 * 64 * (128 + 2 * 64 + 2 * 96)
 
 
 def test_the_generators_cache_follows_its_refilled_rows_not_the_chunks():
@@ -131,6 +161,11 @@ def test_the_layout_of_a_composed_run_config():
                                   "launcher.nodes=2", "launcher.tasks_per_node=8", "launcher.gpus_per_node=8",
                                   "launcher.generator_tasks=8"]), 10)
     assert (tasks.ranks, tasks.generators, tasks.per_gpu, tasks.chunk_rows) == (8, 8, 1, 16)  # a node of each
+    assert (tasks.published, tasks.generator_tasks) == (3, True)  # k = 2 with scheduled updates: 3 versions
+    assert (layout.published, layout.generator_tasks) == (3, False)
+    assert JobLayout.of(compose(["offpolicy=pipeline", "offpolicy.update_every_tokens=0"]), 10).published == 1
+    assert synchronous.published == 0
+    assert layout.decoder_copies and not JobLayout.of(compose(["engine=vllm"]), 10).decoder_copies
 
 
 def test_the_tiny_models_shape_is_its_own():
@@ -155,7 +190,8 @@ BENCH_SHAPES = {"smollm2-135m": LlamaConfig(vocab_size=49152, hidden_size=576, n
 
 @pytest.mark.parametrize("name,fp32_head", sorted(MEASURED_GIB))
 def test_the_estimate_covers_the_measured_peak_within_a_fifth(name, fp32_head):
-    layout = job(learner="torch", ranks=1, rows=256, chunk_rows=256, micro_batch=32, sequence=640, fp32_head=fp32_head)
+    layout = job(learner="torch", ranks=1, rows=256, chunk_rows=256, micro_batch=32, sequence=640,
+                 fp32_head=fp32_head, decoder_copies=True)
     estimate = MemoryEstimate.of(ModelShape.of_config(BENCH_SHAPES[name]), layout).trainer_gib
     assert MEASURED_GIB[name, fp32_head] <= estimate <= 1.2 * MEASURED_GIB[name, fp32_head]
     assert estimate == pytest.approx(sum(MemoryEstimate.of(ModelShape.of_config(BENCH_SHAPES[name]), layout)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlscale.rl import dapo_length_penalty, interruption_length
+from rlscale.rl import dapo_length_penalty
+from rlscale.rl.length import InterruptionConfig, LengthConfig, PenaltyConfig
 
 
 def test_dapo_length_penalty_values():
@@ -30,13 +31,18 @@ def test_dapo_length_penalty_rejects_bad_cache():
         dapo_length_penalty(torch.tensor([1]), torch.tensor([True]), l_max=4, l_cache=8)
 
 
-def test_interruption_length_range_and_determinism():
-    generator = torch.Generator().manual_seed(0)
-    draws = [interruption_length((10, 12), generator) for _ in range(300)]
-    assert set(draws) == {10, 11, 12}  # both ends included, nothing outside
-    again = torch.Generator().manual_seed(0)
-    assert [interruption_length((10, 12), again) for _ in range(300)] == draws
-    assert interruption_length((5, 5), generator) == 5
-    assert isinstance(draws[0], int)
-    with pytest.raises(ValueError, match="window"):
-        interruption_length((12, 10), generator)
+def test_interruption_budgets_range_and_determinism():
+    """One budget per trace, uniform over the window with both ends; the same seed, the same budgets."""
+    window = InterruptionConfig(window=[10, 12])
+    draws = window.think_budgets(300, 99, torch.Generator().manual_seed(0))
+    assert draws.dtype == torch.long and set(draws.tolist()) == {10, 11, 12}  # both ends, nothing outside
+    assert torch.equal(window.think_budgets(300, 99, torch.Generator().manual_seed(0)), draws)
+    assert set(InterruptionConfig(window=[5, 5]).think_budgets(4, 99, torch.Generator()).tolist()) == {5}
+    assert window.longest_think(99) == 12
+
+
+def test_without_interruption_every_trace_thinks_to_the_generations_budget():
+    rng = torch.Generator().manual_seed(0)
+    for cfg in (LengthConfig(), PenaltyConfig()):
+        assert cfg.think_budgets(3, 40, rng).tolist() == [40, 40, 40] and cfg.longest_think(40) == 40
+    assert rng.initial_seed() == 0 and torch.equal(rng.get_state(), torch.Generator().manual_seed(0).get_state())
