@@ -25,8 +25,9 @@ section, so a call stopped at its limit still returns what finished.
     python bench/gpu_bench.py --device cpu --tiny --out DIR     # the same code paths on CPU, tiny shapes
     python bench/gpu_bench.py --quick --out DIR                  # CI (tests/unit/engines/test_benches.py): seconds
 
-``--quick`` is ``--device cpu --tiny`` without TRL, the head alone on QUICK_HEAD_ROWS rows and PipelineRL over
-QUICK_PIPELINE_STEPS steps. The learner on the paper's 14,865-token sequences, with activation checkpointing and
+``--quick`` is ``--device cpu --tiny`` without TRL, the head alone on QUICK_HEAD_ROWS rows, PipelineRL over
+QUICK_PIPELINE_STEPS steps, and the ``long`` section (``lib.paper_lengths``, not in the default sections: the
+ScaleRL step at the paper's lengths on one GPU, ``--long-models``, ``--long-steps``) on the tiny shape. The learner on the paper's 14,865-token sequences, with activation checkpointing and
 the head in chunks, is ``bench/long_sequence_bench.py``.
 """
 from __future__ import annotations
@@ -489,7 +490,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.device, args.tiny, args.pipeline_steps = "cpu", True, QUICK_PIPELINE_STEPS
-        args.sections = ",".join(s for s in args.sections.split(",") if s != "trl")
+        args.sections = ",".join([s for s in args.sections.split(",") if s != "trl"] + ["long"])
     head_rows = QUICK_HEAD_ROWS if args.quick else HEAD_ROWS
     work = CPU_WORK if args.tiny else GPU_WORK
     work_flag = ["--tiny"] if args.tiny else []

@@ -14,7 +14,8 @@ there and its answer runs to the 2,048-token cap.
 
 Per shape: the estimate of the trainer GPU (``rlscale.engines.memory``, what ``rlscale sweep --dry-run`` prints;
 the generator shares that GPU) against the peak the GPU held (``torch.cuda.mem_get_info`` every 0.1 s: both
-processes, their CUDA contexts and allocator caches) and the trainer process's ``max_memory_allocated``; for each
+processes, their CUDA contexts and allocator caches; a progress line every 30 s gives the generator's decode
+steps so far) and the trainer process's ``max_memory_allocated``; for each
 step its seconds, the trainer's wait for the batch (the generation, first step: compilation included, given
 apart), the update's seconds and MFU (6 x params x trained tokens over the card's bf16 peak; recomputation by
 checkpointing not counted), samples/s; the generation's fraction of the HBM bound over the first step's wait less
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import math
 import tempfile
 import threading
 import time
@@ -89,28 +91,37 @@ def step_config(work: Workload, device: str, median: float) -> RunConfig:
     return cfg
 
 
-class DevicePeak:
-    """The most memory the device held while the block ran (all processes), sampled every ``every`` seconds."""
+class Watch:
+    """While the block runs: the most memory the device held (all processes), sampled every ``every`` seconds,
+    and a progress line every ``report_every`` seconds (elapsed time, the device's memory and ``progress()``),
+    since a batch at the paper's lengths takes minutes before its step ends."""
 
-    def __init__(self, device: torch.device, every: float = 0.1):
-        self.device, self.every, self.peak = device, every, 0
+    def __init__(self, device: torch.device, label: str, every: float = 0.1, report_every: float = 30.0):
+        self.device, self.label, self.every, self.report_every = device, label, every, report_every
+        self.peak = 0
+        self.progress = lambda: ""
         self.stop = threading.Event()
 
     def _watch(self) -> None:
+        start = last = time.monotonic()
         while not self.stop.wait(self.every):
-            free, total = torch.cuda.mem_get_info(self.device)
-            self.peak = max(self.peak, total - free)
+            used = 0
+            if self.device.type == "cuda":
+                free, total = torch.cuda.mem_get_info(self.device)
+                used = total - free
+                self.peak = max(self.peak, used)
+            if time.monotonic() - last >= self.report_every:
+                last = time.monotonic()
+                print(f"[{self.label}] {last - start:.0f} s: device {used / GIB:.1f} GiB; {self.progress()}", flush=True)
 
-    def __enter__(self) -> "DevicePeak":
-        if self.device.type == "cuda":
-            self.thread = threading.Thread(target=self._watch, daemon=True)
-            self.thread.start()
+    def __enter__(self) -> "Watch":
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop.set()
-        if self.device.type == "cuda":
-            self.thread.join()
+        self.thread.join()
 
 
 def refill_steps(lengths: List[int], rows: int) -> int:
@@ -165,15 +176,17 @@ def measure(name: str, device: str, steps: int, out: dict) -> None:
                               "params": count_parameters(model)}
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    with tempfile.TemporaryDirectory() as tmp, DevicePeak(dev) as held:
+    with tempfile.TemporaryDirectory() as tmp, Watch(dev, f"long {name}") as held:
         c = components(cfg, model, work, Path(tmp))
+        status, records = c.source.workers.status, []
+        held.progress = lambda: (f"step {len(records)}, generator decode steps {status.decode_steps()}, "
+                                 f"chunks {status.chunks_finished()}")
         checkpointing = auto_checkpointing(cfg, model, work.prompt_len, dev)
         rows = resolved_generator_rows(cfg, c.task, tok, model, dev)
         layout = replace(JobLayout.of(cfg, work.prompt_len), checkpointing=checkpointing, generator_rows=rows)
         estimate = MemoryEstimate.of(ModelShape.of_config(model.config), layout)
         rec.update(checkpointing=checkpointing, generator_rows=rows or layout.chunk_rows,
                    estimate_gib=estimate.trainer_gib, estimate_parts={k: v / GIB for k, v in estimate.trainer.items()})
-        records = []
         try:
             for step in range(steps):
                 records.append(timed_step(c, step, dev))
@@ -202,7 +215,8 @@ def measure(name: str, device: str, steps: int, out: dict) -> None:
 
 
 def fmt(value, spec: str) -> str:
-    return format(value, spec) if isinstance(value, (int, float)) else "n/a"
+    """``value`` in ``spec``, or n/a for a figure that was not measured (None, NaN: no peaks on CPU)."""
+    return format(value, spec) if isinstance(value, (int, float)) and math.isfinite(value) else "n/a"
 
 
 def table(long: Dict[str, dict]) -> List[str]:
@@ -220,7 +234,7 @@ def table(long: Dict[str, dict]) -> List[str]:
         for i, r in enumerate(rec.get("steps", [])):
             lines.append(f"| {name} | {'on' if rec['checkpointing'] else 'off'} | {rec['generator_rows']} | {i} | "
                          f"{r['seconds']:.4g} | {r['compile_s']:.3g} | {r['wait_s']:.4g} | {r['update_s']:.4g} | "
-                         f"{r['samples_per_s']:.3g} | {r['tokens']} | {r['interrupted']} | {r['mfu']:.1%} |")
+                         f"{r['samples_per_s']:.3g} | {r['tokens']} | {r['interrupted']} | {fmt(r['mfu'], '.1%')} |")
         if "error" in rec:
             lines.append(f"| {name} | | | {rec['error']} | | | | | | | | |")
     lines += ["", "| shape | estimate GiB (trainer GPU) | device peak GiB | peak / estimate | trainer allocated GiB | "

@@ -89,17 +89,27 @@ class ChunkResult:
 class GeneratorStatus:
     """Per-generator counters in shared memory, written by the generator and read by the trainer:
     last heartbeat, busy seconds so far, start of the current busy span (0 when idle), weight-load
-    seconds so far, chunks finished so far. Times are ``time.monotonic()`` (one clock for all
-    processes of the machine)."""
+    seconds so far, chunks finished so far, decode steps so far (what a chunk of the paper's lengths shows
+    while it runs, minutes before it finishes). Times are ``time.monotonic()`` (one clock for all processes of
+    the machine)."""
 
-    HEARTBEAT, BUSY_TOTAL, BUSY_SINCE, LOAD_TOTAL, FINISHED = range(5)
+    HEARTBEAT, BUSY_TOTAL, BUSY_SINCE, LOAD_TOTAL, FINISHED, STEPS = range(6)
+    FIELDS = 6
 
     def __init__(self, ctx, n: int):
-        self.values = ctx.RawArray("d", 5 * n)
+        self.values = ctx.RawArray("d", self.FIELDS * n)
         self.n = n
 
     def _at(self, rank: int, field: int) -> int:
-        return 5 * rank + field
+        return self.FIELDS * rank + field
+
+    def stepped(self, rank: int) -> None:
+        """Generator ``rank`` made one decode step."""
+        self.values[self._at(rank, self.STEPS)] += 1
+
+    def decode_steps(self) -> int:
+        """Decode steps of all generators so far."""
+        return int(sum(self.values[self._at(rank, self.STEPS)] for rank in range(self.n)))
 
     def beat(self, rank: int) -> None:
         self.values[self._at(rank, self.HEARTBEAT)] = time.monotonic()
@@ -147,17 +157,23 @@ class GeneratedChunk:
 
 
 def generate_chunk(spec: GeneratorSpec, generator, replica, request: ChunkRequest,
-                   check: Callable[[], None]) -> GeneratedChunk:
+                   check: Callable[[], None], stepped: Callable[[], None] = lambda: None) -> GeneratedChunk:
     """Sample ``spec.generations`` completions of each of the request's prompts with the request's seed, the
     replica (a ``PolicyReplica`` or a remote one) taking new versions between decode steps: the newest
-    (``NewestVersions``) or the chunk's schedule (``ScheduledVersions``)."""
+    (``NewestVersions``) or the chunk's schedule (``ScheduledVersions``); ``stepped`` is called at every decode
+    step."""
     cpu, stalled = time.process_time(), STALLS.seconds
     prompts = [p for p in request.prompts for _ in range(spec.generations)]
     every = spec.update_every_tokens
     versions = (ScheduledVersions(replica, request.version, request.position, every, check) if every
                 else NewestVersions(replica, check))
+
+    def version_hook() -> int:
+        stepped()
+        return versions()
+
     completions = generator.generate(prompts, torch.Generator().manual_seed(request.seed),
-                                     version=versions.prefill(), version_hook=versions)
+                                     version=versions.prefill(), version_hook=version_hook)
     return GeneratedChunk(completions, time.process_time() - cpu, STALLS.seconds - stalled, versions.waited)
 
 
@@ -192,7 +208,7 @@ def generator_main(rank: int, spec: GeneratorSpec, device: str, shared: SharedWe
         while True:
             request: ChunkRequest = _poll(lambda: requests.get(timeout=POLL_S), check)
             status.started(rank)
-            done = generate_chunk(spec, generator, replica, request, check)
+            done = generate_chunk(spec, generator, replica, request, check, lambda: status.stepped(rank))
             path = Path(spool) / f"chunk-{request.position}.pkl"
             atomic_write(path, lambda tmp: tmp.write_bytes(pickle.dumps(done.completions)))
             ready = ChunkReady(request.position, str(path), done.cpu_seconds, done.compile_seconds)

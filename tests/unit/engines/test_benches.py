@@ -1,5 +1,6 @@
 """The GPU benchmarks of the engines in their CPU mode, as CI runs them, so that they keep running between the
-GPU runs: ``bench/gpu_bench.py --quick`` (every section but TRL on the tiny shape) and
+GPU runs: ``bench/gpu_bench.py --quick`` (every section but TRL on the tiny shape, the ScaleRL step at the
+paper's lengths included) and
 ``bench/long_sequence_bench.py --quick`` (the learner with checkpointing and the head's chunks off and on) and
 ``bench/generator_rows_bench.py --device cpu --tiny`` (refilled rows against static batches)."""
 from __future__ import annotations
@@ -33,8 +34,12 @@ def test_gpu_bench_quick_runs_every_section_on_cpu(tmp_path):
     assert all(float(c) > 0 for c in cells(text, "RL step s (end to end)"))
     assert "| LM head alone, bf16 weights, 1024 rows | tiny |" in text
     assert re.search(r"\| tiny-0gpu \| immediate \| [\d.]+ \| [\d.]+ \| [\d.]+x \|", text)
+    assert re.search(r"\| tiny \| off \| 8 \| 1 \| [\d.]+ \| 0 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| \d \| n/a \|", text)
+    long = json.loads((tmp_path / "gpu_bench.json").read_text())["long"]["tiny"]
+    assert [s["samples"] for s in long["steps"]] == [8, 8]  # 2 prompts x 4 generations, two PipelineRL steps
+    assert long["estimate_parts"]["published_weights"] == long["estimate_parts"]["generator_weights"]  # one copy
     sections = json.loads((tmp_path / "gpu_bench.json").read_text())["section_seconds"]
-    assert sorted(sections) == ["checks", "env", "head", "models", "pipeline"]
+    assert sorted(sections) == ["checks", "env", "head", "long", "models", "pipeline"]
 
 
 def test_long_sequence_bench_quick_ends_in_the_ratio_and_both_lower_the_peak(tmp_path):

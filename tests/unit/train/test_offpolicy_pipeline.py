@@ -1,5 +1,6 @@
 """PipelineRL-k with real generator processes (Section 3.1): an update published while a generator
-process is decoding lands mid-sequence and changes what it samples next; with a slow trainer the
+process is decoding lands mid-sequence and changes what it samples next, its decode steps counted as they
+run; with a slow trainer the
 generators run exactly k batches ahead and no further."""
 from __future__ import annotations
 
@@ -51,9 +52,11 @@ def test_update_lands_mid_sequence_in_a_generator_process(tmp_path, device):
         deadline = time.monotonic() + DEADLINE_S
         while result is None and time.monotonic() < deadline:
             result = pool.receive(0.5)
+        steps = pool.status.decode_steps()
     finally:
         pool.close()
     assert result is not None and result.position == 0 and len(result.completions) == 8
+    assert steps >= max(len(c.tokens) for c in result.completions)  # counted while the chunk ran, one per step
     uniform = -math.log(tok.vocab_size)
     mixed = [c for c in result.completions if set(c.versions) == {0, 1}]
     assert mixed, "no sequence carries two policy versions"
