@@ -44,10 +44,12 @@ tokens (its rows x the longest sequence: prompt + think budget + answer budget),
 On one H200 (``bench/results/gpu_bench-H200-fp32-head.md``: 256 rows of 640 tokens, micro-batches of 32 rows,
 the synchronous loop, the head on whole micro-batches and no checkpointing) the peaks measured by
 ``torch.cuda.max_memory_allocated`` were 17.2 and 21.0 GiB (SmolLM2-135M, bf16 and FP32 head) and 32.2 and
-43.6 GiB (a Qwen2-0.5B shape); this estimate gives 17.7, 21.4, 36.7 and 48.3
-(``tests/unit/engines/test_memory_estimate.py``), 2-14 % above. Untested beyond those: checkpointing and the
-head's chunks on a GPU (``bench/long_sequence_bench.py`` measures them), several ranks, PipelineRL's generator
-GPUs, models of billions of parameters. Allocator fragmentation and NCCL buffers come on top: leave a tenth of
+43.6 GiB (a Qwen2-0.5B shape); this estimate gives 17.8, 21.6, 37.2 and 48.8
+(``tests/unit/engines/test_memory_estimate.py``), 3-15 % above. Checkpointing and the head's chunks at billions
+of parameters are measured by ``bench/long_sequence_bench.py``, a generator GPU's refilled rows by
+``bench/generator_rows_bench.py``; untested: several ranks, a PipelineRL job's trainer GPU at billions of
+parameters (``bench/gpu_bench.py --sections long``). ``check_trainer_fits`` refuses a run whose trainer GPU does
+not fit, before it samples. Allocator fragmentation and NCCL buffers come on top: leave a tenth of
 the card free (``USABLE_FRACTION``, which ``engine.activation_checkpointing=auto`` keeps to).
 """
 from __future__ import annotations
@@ -220,6 +222,30 @@ def checkpointing_needed(shape: ModelShape, job: JobLayout, device_bytes: int) -
     trainer GPU without activation checkpointing (``job`` otherwise as it is) passes ``USABLE_FRACTION`` of it."""
     without = MemoryEstimate.of(shape, replace(job, checkpointing=False))
     return sum(without.trainer.values()) > USABLE_FRACTION * device_bytes
+
+
+# what lowers each part of the trainer GPU's estimate, as the refusal of a job that does not fit names it
+TRAINER_FIXES = {
+    "activations": "set engine.activation_checkpointing=true or lower batch.micro_batch",
+    "optimizer": "spread it over more trainer ranks (engine.learner=deepspeed, launcher.tasks_per_node)",
+    "published_weights": "set offpolicy.update_every_tokens=0 (one published version) or lower offpolicy.max_lag",
+    "kv_cache": "lower engine.generator_rows",
+    "lm_head": "lower batch.micro_batch",
+    "whole_weights": "use engine.zero_stage=2 with more GPU memory per rank",
+}
+
+
+def check_trainer_fits(shape: ModelShape, job: JobLayout, device_bytes: int) -> None:
+    """Refuse, in one line naming the fields to change for its two largest parts, a job whose trainer GPU (rank 0's)
+    passes ``USABLE_FRACTION`` of ``device_bytes`` by this estimate."""
+    parts = MemoryEstimate.of(shape, job).trainer
+    total = sum(parts.values())
+    if total <= USABLE_FRACTION * device_bytes:
+        return
+    largest = sorted((p for p in parts if p in TRAINER_FIXES), key=lambda p: -parts[p])[:2]
+    fixes = "; ".join(f"{p.replace('_', ' ')} {parts[p] / GIB:.3g} GiB: {TRAINER_FIXES[p]}" for p in largest)
+    raise ValueError(f"the trainer GPU needs {total / GIB:.3g} GiB by the memory estimate, past "
+                     f"{USABLE_FRACTION:.0%} of its {device_bytes / GIB:.3g} GiB ({fixes})")
 
 
 def row_cache_bytes(shape: ModelShape, job: JobLayout) -> int:

@@ -19,7 +19,7 @@ from rlscale.core.protocols import FollowerLearner, Generator, Learner, PolicyTo
 from rlscale.engines.compile_cost import STALLS, use_persistent_cache
 from rlscale.engines.generators.build import GeneratorSettings, build_generator
 from rlscale.engines.learners.build import LearnerSettings, build_learner
-from rlscale.engines.memory import JobLayout, ModelShape, checkpointing_needed, generator_rows
+from rlscale.engines.memory import JobLayout, ModelShape, check_trainer_fits, checkpointing_needed, generator_rows
 from rlscale.engines.models.configs import PolicyInputs
 from rlscale.engines.models.policy import count_parameters
 from rlscale.engines.models.thinking import resolve_think
@@ -193,8 +193,9 @@ def learner_settings(cfg: RunConfig, task: Task, tok, model, device: torch.devic
 def resolved_generator_rows(cfg: RunConfig, task: Task, tok, model, device: torch.device) -> int:
     """``engine.generator_rows`` resolved for the run's longest prompt on ``device``
     (``rlscale.engines.memory.generator_rows``: the card of ``device``, ``model``'s shape, activation
-    checkpointing as the learners resolve it); a setting that does not fit stops the run here, before it
-    samples, with a ValueError in one line naming the field. As configured (``auto`` as 0) off CUDA and for
+    checkpointing as the learners resolve it); a setting that does not fit, or a trainer GPU that does not
+    (``rlscale.engines.memory.check_trainer_fits``), stops the run here, before it samples, with a ValueError in one
+    line naming the field. As configured (``auto`` as 0) off CUDA and for
     generators other than torch, which do not read it."""
     configured = cfg.engine.generator_rows
     if device.type != "cuda" or cfg.engine.generator != "torch":
@@ -203,7 +204,9 @@ def resolved_generator_rows(cfg: RunConfig, task: Task, tok, model, device: torc
     card = torch.cuda.get_device_properties(device).total_memory
     if cfg.engine.activation_checkpointing == "auto":
         job = replace(job, checkpointing=checkpointing_needed(shape, job, card))
-    return generator_rows(shape, job, card)
+    rows = generator_rows(shape, job, card)
+    check_trainer_fits(shape, replace(job, generator_rows=rows), card)
+    return rows
 
 
 def build_pool(cfg: RunConfig, split: int) -> NoPositiveResamplingPool:

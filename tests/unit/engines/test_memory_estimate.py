@@ -12,7 +12,8 @@ from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Co
 
 from rlscale.config import compose_run_config, typed
 from rlscale.engines.memory import (GIB, HEAD_CHUNK_TOKENS, PHRASE_TOKENS, USABLE_FRACTION, JobLayout,
-                                   MemoryEstimate, ModelShape, checkpointing_needed, generator_rows)
+                                   MemoryEstimate, ModelShape, check_trainer_fits, checkpointing_needed,
+                                   generator_rows)
 from rlscale.engines.models.shape import model_shape
 
 SMALL = dict(vocab_size=300, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
@@ -137,6 +138,20 @@ def test_generator_rows_resolve_to_what_fits_the_card_and_a_setting_past_it_is_r
     shared = job(generators=2, per_gpu=0, chunk_rows=32, generator_rows=None)  # 2 generators on the trainer's GPU
     rest2 = sum(MemoryEstimate.of(SHAPE, shared).trainer.values()) - 2 * 32 * row
     assert generator_rows(SHAPE, shared, int((rest2 + 2 * 20 * row) / USABLE_FRACTION) + 1) == 16  # 20 each fit
+
+
+def test_a_trainer_gpu_past_the_card_is_refused_naming_what_lowers_its_largest_parts():
+    wide = ModelShape(params=100_000, layers=2, hidden=8, kv_width=4, intermediate=16, vocab=50)
+    layout = job(generators=2, per_gpu=1, chunk_rows=32, published=9, checkpointing=True)  # 9 versions on rank 0
+    total = sum(MemoryEstimate.of(wide, layout).trainer.values())
+    check_trainer_fits(wide, layout, int(total / USABLE_FRACTION) + 1)  # fits: nothing raised
+    with pytest.raises(ValueError, match=r"the trainer GPU needs .* GiB .* past 90% of its .*\(published weights "
+                                         r".*offpolicy.update_every_tokens=0.*; optimizer"):
+        check_trainer_fits(wide, layout, int(total / USABLE_FRACTION) - 1)
+    synchronous = job(fp32_head=False)  # the cache of every row and the activations on rank 0
+    with pytest.raises(ValueError, match=r"\(kv cache .* GiB: lower engine.generator_rows; activations .*"
+                                         r"engine.activation_checkpointing=true"):
+        check_trainer_fits(SHAPE, synchronous, 1000)
 
 
 def compose(overrides):
