@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Dict, List
 
@@ -124,6 +125,16 @@ class Watch:
         self.thread.join()
 
 
+def progress(status, records: list, last: dict) -> str:
+    """The progress line's text: RL steps done, the generator's decode steps so far and their rate since the last
+    line, chunks finished."""
+    now, steps = time.monotonic(), status.decode_steps()
+    rate = (steps - last["steps"]) / max(now - last["at"], 1e-9)
+    last.update(at=now, steps=steps)
+    return (f"step {len(records)}, generator decode steps {steps} ({rate:.1f}/s), "
+            f"chunks {status.chunks_finished()}")
+
+
 def refill_steps(lengths: List[int], rows: int) -> int:
     """Decode steps of ``lengths`` completions dealt in order to ``rows`` refilled rows, a row taking its next
     completion at the first done-check (every ``CHECK_EVERY`` steps) after its trace ends."""
@@ -179,8 +190,7 @@ def measure(name: str, device: str, steps: int, out: dict) -> None:
     with tempfile.TemporaryDirectory() as tmp, Watch(dev, f"long {name}") as held:
         c = components(cfg, model, work, Path(tmp))
         status, records = c.source.workers.status, []
-        held.progress = lambda: (f"step {len(records)}, generator decode steps {status.decode_steps()}, "
-                                 f"chunks {status.chunks_finished()}")
+        held.progress = partial(progress, status, records, {"at": time.monotonic(), "steps": 0})
         checkpointing = auto_checkpointing(cfg, model, work.prompt_len, dev)
         rows = resolved_generator_rows(cfg, c.task, tok, model, dev)
         layout = replace(JobLayout.of(cfg, work.prompt_len), checkpointing=checkpointing, generator_rows=rows)
