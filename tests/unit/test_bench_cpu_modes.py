@@ -87,7 +87,7 @@ def test_profile_step_tiny_tables_decode_graph_loop_and_learner():
     assert re.search(rf"^graph replays: 4 rows, \d+ steps \(prefill included\), {NUMBER} ms/step wall$", printed, re.M)
     assert re.search(r"^learner: 4 rows x \d+ tokens, micro-batch 4, [\d.]+ s \([\d.e+]+ tokens/s\), peak n/a$",
                      printed, re.M), printed
-    shares = [float(r[0].rstrip("%")) for r in (line.strip("|").split("|") for line in printed.splitlines()
+    shares = [float(r[0].strip().rstrip("%")) for r in (line.strip("|").split("|") for line in printed.splitlines()
                                                  if re.match(r"^\| [\d.]+% \|", line))]
     assert len(shares) == 9 and all(0 < s <= 100 for s in shares)  # top 3 of each of the three tables
     assert "aten::mm" in printed
@@ -110,8 +110,9 @@ def test_weight_publication_tiny_ends_in_the_ratios(tmp_path):
     assert row[1].endswith(" M") and float(row[1][:-2]) > 0
     seconds = [float(c) for c in row[3:6]]
     assert all(s > 0 for s in seconds)
+    # the ratios of the unrounded seconds; the table's seconds have 4 decimals of a few 0.1 ms
     assert [float(c.rstrip("x")) for c in row[6:]] == pytest.approx([seconds[1] / seconds[0],
-                                                                      seconds[2] / seconds[0]], abs=0.06)
+                                                                      seconds[2] / seconds[0]], rel=0.4)
 
 
 @pytest.mark.parametrize("script, flags, last", [
