@@ -2,7 +2,7 @@
 PPO-off-policy-k and PipelineRL-k at the same batch on the embedded default (tiny model, chain_sum).
 
     python bench/offpolicy_bench.py [--steps 24] [--skip 8] [--k 8] [--threads 0] [--generators 1] [--repeats 1]
-    python bench/offpolicy_bench.py --steps 3 --skip 1 --k 2    # seconds: each mode's plumbing, not its throughput
+    python bench/offpolicy_bench.py --steps 2 --skip 1 --k 2    # seconds: each mode's plumbing, not its throughput
 
 Each mode is a real run (``rlscale.train.loop.train``) without evaluations or checkpoints in between;
 the first ``--skip`` steps (pipeline fill, PPO's first block) are left out of the figures. With

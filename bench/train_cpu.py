@@ -5,7 +5,7 @@ recipe, PipelineRL, 60 updates, 11 evals) against the synchronous on-policy loop
 offpolicy.batches_per_version=1``), measured in the same invocation.
 
     python bench/train_cpu.py [--threads 1] [--batches 5]
-    python bench/train_cpu.py --quick    # seconds: 1 batch, runs of 4 updates with an eval every 2 (no fit)
+    python bench/train_cpu.py --quick    # seconds: 1 batch, runs of 2 updates, evaluated at both ends (no fit)
 
 CPU seconds, not wall time, plan a sweep on a shared machine: ``rlscale sweep conf=loo`` runs its runs in
 one lane per core, so its wall time on idle cores is about the sum of the runs' CPU seconds / cores.
@@ -67,7 +67,7 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-QUICK = ["trainer.max_steps=4", "trainer.eval_every=2"]  # --quick's runs: 3 evals, too few for Eq. 1
+QUICK = ["trainer.max_steps=2", "trainer.eval_every=2"]  # --quick's runs: 2 evals, too few for Eq. 1
 
 
 def timed_run(overrides: list[str]) -> dict:

@@ -139,7 +139,7 @@ def test_eta_bench_quick_times_the_sweeps_eta(tmp_path):
 
 
 def test_offpolicy_bench_short_runs_every_mode():
-    printed = bench("offpolicy_bench.py", "--steps", "3", "--skip", "1", "--k", "2").stdout
+    printed = bench("offpolicy_bench.py", "--steps", "2", "--skip", "1", "--k", "2").stdout
     for mode in ("synchronous", "PPO-off-policy-2", "PipelineRL-2"):
         cells = re.search(rf"^{re.escape(mode)}\s+({NUMBER})\s+({NUMBER})\s+{NUMBER}\s+{NUMBER}\s+({NUMBER})\s+{NUMBER}$",
                           printed, re.M)
