@@ -1,7 +1,8 @@
 """The benchmarks of ``bench/`` in their CPU modes, as CI runs them, so that a change that breaks one fails here
 and not on the next GPU run: the Triton benches through Triton's interpreter (``--smoke``), the GPU benches on
 the tiny shape (``--device cpu --tiny``), the CPU benches at their smallest sizes. Each test checks the numbers
-of the bench's table, not only its exit status."""
+of the bench's table, not only its exit status. The four that train the embedded default end to end (two
+evaluations of 400 prompts a run at least) are ``slow``: about 3 minutes of the file's 4.5 on 2 cores."""
 from __future__ import annotations
 
 import json
@@ -128,6 +129,7 @@ def test_statistics_benches_at_their_smallest_sizes(script, flags, last):
         assert len([line for line in printed.splitlines() if re.match(r"^(sigmoid|power|step)", line)]) == 90
 
 
+@pytest.mark.slow
 def test_eta_bench_quick_times_the_sweeps_eta(tmp_path):
     out = tmp_path / "eta.md"
     bench("eta_bench.py", "--quick", "--out", str(out))
@@ -138,6 +140,7 @@ def test_eta_bench_quick_times_the_sweeps_eta(tmp_path):
     assert re.search(rf"^first ETA / wall time from that line: \d+ s / \d+ s = {NUMBER}$", text, re.M), text
 
 
+@pytest.mark.slow
 def test_offpolicy_bench_short_runs_every_mode():
     printed = bench("offpolicy_bench.py", "--steps", "2", "--skip", "1", "--k", "2").stdout
     for mode in ("synchronous", "PPO-off-policy-2", "PipelineRL-2"):
@@ -147,6 +150,7 @@ def test_offpolicy_bench_short_runs_every_mode():
     assert re.search(rf"^PipelineRL-2 / synchronous throughput: {NUMBER}x", printed, re.M), printed
 
 
+@pytest.mark.slow
 def test_train_cpu_quick_sets_the_default_against_the_synchronous_run():
     printed = bench("train_cpu.py", "--quick").stdout
     values = {m.group(1).strip(): m.group(2) for m in re.finditer(r"^(.{52})(.*)$", printed, re.M)}
@@ -159,6 +163,7 @@ def test_train_cpu_quick_sets_the_default_against_the_synchronous_run():
     assert 0 <= float(r0) <= 1 and 0 <= float(final) <= 1
 
 
+@pytest.mark.slow
 def test_start_timeline_marks_the_start_of_a_run_of_the_embedded_default(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
