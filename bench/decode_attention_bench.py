@@ -21,15 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-if "--smoke" in sys.argv:  # the interpreter must be chosen before triton is imported
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
+import lib.smoke  # noqa: F401, E402 (before triton: --smoke's interpreter)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 

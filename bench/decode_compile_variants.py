@@ -24,6 +24,12 @@ the decoder's per-layer graphs compiled
 Prints a table: ms per decode step, fraction of the HBM bound, and the ratio against ``default``.
 
     python bench/decode_compile_variants.py [--models smollm2-135m,qwen2-0.5b] [--variants default,...] [--json PATH]
+    python bench/decode_compile_variants.py --device cpu --tiny    # CPU: the tiny shape on the CPU workload
+
+``--device cpu --tiny`` runs the same measurement (workload, decode loop, variants, table) on the tiny shape of
+``bench/lib/shapes.py`` and ``lib.workloads.CPU_WORK``; the decoder compiles only on a GPU and captures no CUDA
+graphs on the CPU, so there every variant times the same eager loop and the HBM bound is nan: the mode checks
+that the bench runs, not inductor's options.
 """
 from __future__ import annotations
 
@@ -34,8 +40,9 @@ from pathlib import Path
 import torch
 
 from lib.decode import decode_loop, decode_workload
-from lib.shapes import PEAKS
-from lib.workloads import GPU_WORK
+from lib.shapes import peaks
+from lib.timers import release
+from lib.workloads import CPU_WORK, GPU_WORK, Workload
 from rlscale.engines.generators import static_decoder
 
 VARIANTS = {  # inductor options merged over the decoder's own
@@ -58,14 +65,14 @@ def compile_with(options: dict):
     return compile_
 
 
-def measure(shape_name: str, variant: str, dev: torch.device) -> dict:
+def measure(shape_name: str, variant: str, work: Workload, dev: torch.device) -> dict:
     real_compile = torch.compile
     torch._dynamo.reset()
     try:
         static_decoder.torch.compile = compile_with(VARIANTS[variant])
-        engine, prompts, steps = decode_workload(shape_name)
-        _, bw = PEAKS["H200" if "H200" in torch.cuda.get_device_name(dev) else "H100"]
-        rec = decode_loop(engine, prompts, GPU_WORK, steps, dev, bw, float("nan"))
+        engine, prompts, steps = decode_workload(shape_name, work, dev.type)
+        _, bw, _ = peaks(dev)
+        rec = decode_loop(engine, prompts, work, steps, dev, bw, float("nan"))
     finally:
         static_decoder.torch.compile = real_compile
     return {"ms_per_step": rec["decode_seconds"] / steps * 1e3, "hbm_fraction": rec["hbm_fraction"]}
@@ -76,18 +83,21 @@ def main() -> None:
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, default first")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--tiny", action="store_true", help="the tiny shape on the CPU workload (with --device cpu)")
     args = ap.parse_args()
-    dev = torch.device("cuda")
+    dev = torch.device(args.device)
+    models, work = ("tiny", CPU_WORK) if args.tiny else (args.models, GPU_WORK)
     results = {}
-    print(f"{torch.cuda.get_device_name(dev)}; torch {torch.__version__}")
+    print(f"{peaks(dev)[2]}; torch {torch.__version__}")
     print("| model | variant | ms / decode step | HBM bound | default ms / this ms |\n|---|---|---|---|---|", flush=True)
-    for m in args.models.split(","):
+    for m in models.split(","):
         for variant in args.variants.split(","):
-            rec = results.setdefault(m, {})[variant] = measure(m, variant, dev)
+            rec = results.setdefault(m, {})[variant] = measure(m, variant, work, dev)
             base = results[m]["default"]["ms_per_step"]
             print(f"| {m} | {variant} | {rec['ms_per_step']:.3f} | {rec['hbm_fraction']:.1%} | "
                   f"{base / rec['ms_per_step']:.2f}x |", flush=True)
-            torch.cuda.empty_cache()
+            release(dev)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

@@ -15,6 +15,12 @@ Every time is a CUDA-graph replay of one call per layer, each layer with its own
 so the weights do not sit in L2 between calls); the head is timed over two copies.
 
     python bench/decode_gemm_bench.py [--models smollm2-135m,qwen2-0.5b] [--json PATH]
+    python bench/decode_gemm_bench.py --smoke    # CPU, Triton interpreter: the tiny shape, 8 rows, errors only
+
+``--smoke`` checks the split-K Triton kernel (through Triton's interpreter, over ``SMOKE_SWEEP``: one tile, 1 and
+2 splits) against ``F.linear`` on the GEMMs of ``bench/lib/shapes.py``'s tiny shape, and prints each GEMM's largest
+relative error in place of the times, in float16 (the interpreter's ``tl.dot`` returns garbage for bfloat16
+operands); cuBLAS, cuBLASLt and CUDA graphs are GPU-only, so it times nothing.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional
 
+from lib.smoke import SMOKE  # noqa: I001 (before triton: the interpreter)
 import torch
 import torch.nn.functional as F
 import triton
@@ -33,12 +40,13 @@ import triton.language as tl
 from lib.shapes import PEAKS, SHAPES
 from lib.timers import time_graph
 
-ROWS = 256
+ROWS = 8 if SMOKE else 256
 HEAD_DIM = 64
 TOLERANCE = 2e-2  # max |triton - cublas| / max |cublas|
 SWEEP = [dict(BM=bm, BN=bn, BK=bk, splits=s, num_warps=w, num_stages=st)
          for bm, bn, bk, s, (w, st) in itertools.product((64, 128), (32, 64, 128), (64, 128), (1, 2, 4, 8),
                                                          ((4, 3), (4, 4), (8, 3)))]
+SMOKE_SWEEP = [dict(BM=16, BN=32, BK=32, splits=s, num_warps=4, num_stages=3) for s in (1, 2)]
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,16 @@ def best_triton(x: torch.Tensor, weights: List[torch.Tensor], expected: torch.Te
     return best
 
 
+def smoke(gemm: Gemm) -> dict:
+    """The Triton kernel's largest error against ``F.linear`` over ``SMOKE_SWEEP``, on the CPU."""
+    gen = torch.Generator().manual_seed(gemm.n * 31 + gemm.k)
+    x = torch.randn((ROWS, gemm.k), generator=gen).half()
+    weights = [(torch.randn((gemm.n, gemm.k), generator=gen) / gemm.k ** 0.5).half()]
+    expected = F.linear(x.float(), weights[0].float())
+    err = max(check(triton_call(x, weights, cfg), expected) for cfg in SMOKE_SWEEP)
+    return {"gemm": gemm.name, "n": gemm.n, "k": gemm.k, "weight_mb": gemm.n * gemm.k * 2 / 1e6, "max_err": err}
+
+
 def measure(gemm: Gemm, bw: float, flops: float) -> dict:
     gen = torch.Generator(device="cuda").manual_seed(gemm.n * 31 + gemm.k)
     x = torch.randn((ROWS, gemm.k), generator=gen, device="cuda").bfloat16()
@@ -144,7 +162,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="smollm2-135m,qwen2-0.5b")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--smoke", action="store_true", help="CPU, Triton interpreter, the tiny shape, errors only")
     args = ap.parse_args()
+    if SMOKE:
+        main_smoke(args.json)
+        return
     card = "H200" if "H200" in torch.cuda.get_device_name() else "H100"
     flops, bw = PEAKS[card]
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
@@ -164,6 +186,19 @@ def main() -> None:
                   f"{'/'.join(str(v) for v in cfg.values())} | {r['cublas_us'] / other:.2f}x |", flush=True)
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "results": results}, indent=1))
+
+
+def main_smoke(json_path: Optional[Path]) -> None:
+    print(f"device: cpu (Triton interpreter), torch {torch.__version__}, triton {triton.__version__}, {ROWS} rows, "
+          f"fp16; {len(SMOKE_SWEEP)} configurations")
+    print("| model | gemm | N | K | triton max rel err | ok |\n|---|---|---|---|---|---|")
+    results = [{"model": "tiny", **smoke(gemm)} for gemm in decode_gemms("tiny")]
+    for r in results:
+        print(f"| tiny | {r['gemm']} | {r['n']} | {r['k']} | {r['max_err']:.1e} | {r['max_err'] <= TOLERANCE} |")
+    if json_path:
+        json_path.write_text(json.dumps({"device": "cpu (Triton interpreter)", "results": results}, indent=1))
+    if any(r["max_err"] > TOLERANCE for r in results):
+        raise SystemExit(f"FAILED: an error above {TOLERANCE}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 takes, on the default LOO sweep (``conf=loo``, the embedded default on the CPU), measured in the same run.
 
     python bench/eta_bench.py [--only scalerl,loss_dapo] [--seeds 2] [--results DIR] [--out FILE]
+    python bench/eta_bench.py --quick [--out FILE]    # seconds: one run of 6 updates (--only scalerl --seeds 1)
 
 The sweep runs as a user runs it, its stdout a pipe: off a terminal it prints the summary with its ETA once the
 ETA is measured (rlscale.sweep.eta) and after each change of a run's state. Every line is timed as it arrives.
@@ -40,9 +41,13 @@ def eta_seconds(line: str) -> Optional[float]:
     return float(int(hours) * 3600 + int(minutes) * 60) if hours else float(int(mins) * 60 + int(secs))
 
 
-def run_sweep(results: Path, only: Optional[str], seeds: Optional[int]) -> Tuple[List[Tuple[float, str]], float, int]:
+QUICK = ["trainer.max_steps=6", "trainer.eval_every=3"]  # --quick's overrides of every run
+
+
+def run_sweep(results: Path, only: Optional[str], seeds: Optional[int],
+              overrides: List[str]) -> Tuple[List[Tuple[float, str]], float, int]:
     """The sweep's stdout lines with their arrival (seconds since the start), its wall time and exit status."""
-    command = [sys.executable, "-m", "rlscale.cli", "sweep", "conf=loo", "--results", str(results)]
+    command = [sys.executable, "-m", "rlscale.cli", "sweep", "conf=loo", *overrides, "--results", str(results)]
     command += ["--only", only] * bool(only) + ["--seeds", str(seeds)] * bool(seeds)
     start = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -72,14 +77,18 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, help="seeds per variant (the sweep's --seeds); default the spec's")
     parser.add_argument("--results", type=Path, help="results root (default: a temporary folder)")
     parser.add_argument("--out", type=Path, help="also write the table to this file")
+    parser.add_argument("--quick", action="store_true", help="one variant, one seed, 6 updates (seconds)")
     args = parser.parse_args()
+    overrides = QUICK if args.quick else []
+    if args.quick:
+        args.only, args.seeds = args.only or "scalerl", args.seeds or 1
     commit = record.commit(["rlscale"])
     with tempfile.TemporaryDirectory() as tmp:
-        lines, wall, status = run_sweep(args.results or Path(tmp) / "results", args.only, args.seeds)
+        lines, wall, status = run_sweep(args.results or Path(tmp) / "results", args.only, args.seeds, overrides)
     load = os.getloadavg()
     head = [f"# eta_bench: {datetime.now(timezone.utc):%Y-%m-%d}, {record.cpu_model()} ({platform.machine()}, "
             f"{os.cpu_count()} cores), commit {commit}", "",
-            f"`rlscale sweep conf=loo`{' --only ' + args.only if args.only else ''}"
+            f"`rlscale sweep conf=loo{''.join(' ' + o for o in overrides)}`{' --only ' + args.only if args.only else ''}"
             f"{' --seeds ' + str(args.seeds) if args.seeds else ''}: exit status {status}, wall {wall:.0f} s, "
             f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) at the end", ""]
     record.publish(head + table(lines, wall), args.out)

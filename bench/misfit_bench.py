@@ -6,6 +6,7 @@ notes, the median relative distance of a found step to the truth, the share of r
 0.05, 0.01 (STEP_ALPHA) and 0.001, and the median power-law log-likelihood ratio (POWER_LLR 3).
 
     python bench/misfit_bench.py [--runs 200] [--quick] [--jobs 1]
+    python bench/misfit_bench.py --runs 2    # seconds: every cell, 2 runs each
 
 Truths: Table 1's scalerl and code sigmoids (rlscale.testing.curves), the power law of
 rlscale.testing.misfit_curves.PowerLawSpec, and scalerl with a step of +0.05 / +0.10 at 70 %. Noise

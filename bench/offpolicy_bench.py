@@ -2,6 +2,7 @@
 PPO-off-policy-k and PipelineRL-k at the same batch on the embedded default (tiny model, chain_sum).
 
     python bench/offpolicy_bench.py [--steps 24] [--skip 8] [--k 8] [--threads 0] [--generators 1] [--repeats 1]
+    python bench/offpolicy_bench.py --steps 2 --skip 1 --k 2    # seconds: each mode's plumbing, not its throughput
 
 Each mode is a real run (``rlscale.train.loop.train``) without evaluations or checkpoints in between;
 the first ``--skip`` steps (pipeline fill, PPO's first block) are left out of the figures. With
@@ -42,10 +43,10 @@ def median(results: List[ModeResult]) -> ModeResult:
     return ModeResult(*(statistics.median(getattr(r, f) for r in results) for f in ModeResult.__dataclass_fields__))
 
 
-def modes(k: int) -> Dict[str, List[str]]:
+def modes(k: int, generators: int) -> Dict[str, List[str]]:
     return {"synchronous": ["offpolicy=ppo", "offpolicy.batches_per_version=1"],
             f"PPO-off-policy-{k}": ["offpolicy=ppo", f"offpolicy.batches_per_version={k}"],
-            f"PipelineRL-{k}": ["offpolicy=pipeline", f"offpolicy.max_lag={k}"]}
+            f"PipelineRL-{k}": ["offpolicy=pipeline", f"offpolicy.max_lag={k}", f"offpolicy.num_generators={generators}"]}
 
 
 def summarize(run_dir: Path, skip: int) -> ModeResult:
@@ -75,15 +76,14 @@ def main() -> None:
     if not 0 < args.skip < args.steps:
         parser.error("need 0 < --skip < --steps")
     common = [f"trainer.max_steps={args.steps}", f"trainer.eval_every={args.steps + 1}",
-              f"trainer.checkpoint_every={args.steps + 1}", f"engine.threads={args.threads}",
-              f"offpolicy.num_generators={args.generators}"]
-    names = list(modes(args.k))
+              f"trainer.checkpoint_every={args.steps + 1}", f"engine.threads={args.threads}"]
+    names = list(modes(args.k, args.generators))
     runs: Dict[str, List[ModeResult]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for name in names[repeat % len(names):] + names[:repeat % len(names)]:
                 run_dir = Path(tmp) / f"{name}-{repeat}"
-                state = train(typed(compose_run_config([*modes(args.k)[name], *common, f"out={run_dir}"])), run_dir)
+                state = train(typed(compose_run_config([*modes(args.k, args.generators)[name], *common, f"out={run_dir}"])), run_dir)
                 if state != "done":
                     raise SystemExit(f"{name}: run ended {state}: {(run_dir / 'status.json').read_text()}")
                 runs[name].append(summarize(run_dir, args.skip))

@@ -25,6 +25,12 @@ Variants:
   barrier.
 
     python bench/persistent_probe.py [--phases 48] [--slab-mb 0,2.1,8.7] [--json PATH]
+    python bench/persistent_probe.py --smoke    # CPU, Triton interpreter: 3 phases, one program, exactness only
+
+``--smoke`` runs ``kernels``, ``persistent`` and ``persistent+prefetch`` through Triton's interpreter on the CPU
+with one program (the interpreter runs a grid's programs one after another, so a barrier between several would
+never meet) and checks that each ends exact; it times nothing (no CUDA graph) and leaves out ``kernels+pdl``
+(``griddepcontrol`` is Hopper PTX).
 
 Prints a table ending in the ratios of the kernels' per-phase time to each other variant's, per slab size.
 """
@@ -35,17 +41,19 @@ import json
 from pathlib import Path
 from typing import Callable, Dict, List
 
+from lib.smoke import SMOKE  # noqa: I001 (before triton: the interpreter)
 import torch
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from lib.timers import copy_tbps, time_graph
+from lib.timers import copy_tbps, sync, time_graph
 
 ROWS, HIDDEN = 256, 896  # the Qwen2-0.5B shape's activation at the GPU workload's batch
 BLOCK_A = 2048  # activation elements per load
 BLOCK_W = 16384  # weight elements per load: 32 KB in flight per program, since plain loads are not pipelined
-VARIANTS = ("kernels", "kernels+pdl", "persistent", "persistent+prefetch")
+VARIANTS = ("kernels", "persistent", "persistent+prefetch") if SMOKE else \
+    ("kernels", "kernels+pdl", "persistent", "persistent+prefetch")
 SPIN_LIMIT = tl.constexpr(1 << 22)  # a barrier that waits longer gives up (and the check then fails) instead of hanging
 
 
@@ -128,7 +136,7 @@ def _round_up(n: int, unit: int) -> int:
 
 def probe(slab_bytes: int, phases: int, device: torch.device) -> Dict[str, float]:
     """us per phase of each variant for weight slabs of ``slab_bytes``, and whether each ended exact."""
-    programs = torch.cuda.get_device_properties(device).multi_processor_count
+    programs = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
     # shares in whole 64-element units: Triton then knows every slice starts 16-byte aligned and vectorises
     act_share = _round_up(-(-ROWS * HIDDEN // programs), 64)
     w_share = _round_up(-(-slab_bytes // 2 // programs), 64)
@@ -153,13 +161,14 @@ def probe(slab_bytes: int, phases: int, device: torch.device) -> Dict[str, float
         return call
 
     out: Dict[str, float] = {"slab_mb": slab_bytes / 1e6, "programs": programs}
-    calls = dict(zip(VARIANTS, (kernels(False), kernels(True), persistent(False), persistent(True))))
-    for name, call in calls.items():
+    calls = {"kernels": kernels(False), "kernels+pdl": kernels(True), "persistent": persistent(False),
+             "persistent+prefetch": persistent(True)}
+    for name in VARIANTS:
         act.zero_()
-        call(0)
-        torch.cuda.synchronize()
+        calls[name](0)
+        sync(device)
         out[f"{name}_exact"] = bool((act[phases % 2] == phases).all())
-        out[f"{name}_us"] = time_graph(call, layers=1) / phases
+        out[f"{name}_us"] = float("nan") if SMOKE else time_graph(calls[name], layers=1) / phases
     return out
 
 
@@ -168,12 +177,15 @@ def main() -> None:
     ap.add_argument("--phases", type=int, default=48)
     ap.add_argument("--slab-mb", default="0,2.1,8.7,17.4")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--smoke", action="store_true", help="CPU, Triton interpreter, 3 phases, 0 and 0.1 MB, no times")
     args = ap.parse_args()
-    device = torch.device("cuda")
-    bw = copy_tbps(device) * 1e12  # bytes moved per second by a device-to-device copy
+    if args.smoke:
+        args.phases, args.slab_mb = 3, "0,0.1"
+    device = torch.device("cpu" if SMOKE else "cuda")
+    bw = float("nan") if SMOKE else copy_tbps(device) * 1e12  # bytes moved per second by a device-to-device copy
     rows: List[Dict[str, float]] = [probe(int(float(mb) * 1e6), args.phases, device)
                                     for mb in args.slab_mb.split(",")]
-    name = torch.cuda.get_device_name(device)
+    name = "cpu (Triton interpreter)" if SMOKE else torch.cuda.get_device_name(device)
     print(f"device: {name}, torch {torch.__version__}, triton {triton.__version__}; {args.phases} phases; "
           f"copy rate {bw / 1e12:.2f} TB/s (read + write)")
     print("us per phase; 'bytes' is the phase's weights and activations at the copy rate; ratios are kernels' time "

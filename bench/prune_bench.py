@@ -19,6 +19,7 @@ the variants whose true reward at 16k is below the true best's by more than the 
 that keeps every variant within the margin can save). Deterministic (seeded); prints the process CPU time.
 
     python bench/prune_bench.py [--sweeps 50] [--out bench/results/prune_bench.md]
+    python bench/prune_bench.py --sweeps 1    # seconds: one sweep per scenario
 """
 from __future__ import annotations
 

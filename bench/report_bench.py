@@ -7,6 +7,7 @@ the results and drawing the figures plus writing the page. Prints a markdown tab
 
     python bench/report_bench.py                       # 50 and 200 runs over 10 sweeps
     python bench/report_bench.py --runs 200 --train-lines 5000
+    python bench/report_bench.py --runs 6 --sweeps 2 --loo-sweeps 1 --train-lines 20    # seconds
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ captures, evaluations and first updates, in the trainer and in PipelineRL's gene
 
     python bench/start_timeline.py RUN_DIR WORK_DIR [--steps N]   # RUN_DIR's config, N updates in WORK_DIR
 
+On the CPU, a RUN_DIR of the embedded default (its ``config.yaml``) and ``--steps 2`` take seconds.
+
 Made for the target "a second run of the same shape trains within 30 s of its start" (docs/gpu-performance.md).
 """
 from __future__ import annotations

@@ -5,6 +5,7 @@ recipe, PipelineRL, 60 updates, 11 evals) against the synchronous on-policy loop
 offpolicy.batches_per_version=1``), measured in the same invocation.
 
     python bench/train_cpu.py [--threads 1] [--batches 5]
+    python bench/train_cpu.py --quick    # seconds: 1 batch, runs of 2 updates, evaluated at both ends (no fit)
 
 CPU seconds, not wall time, plan a sweep on a shared machine: ``rlscale sweep conf=loo`` runs its runs in
 one lane per core, so its wall time on idle cores is about the sum of the runs' CPU seconds / cores.
@@ -66,6 +67,9 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+QUICK = ["trainer.max_steps=2", "trainer.eval_every=2"]  # --quick's runs: 2 evals, too few for Eq. 1
+
+
 def timed_run(overrides: list[str]) -> dict:
     """CPU and wall seconds of one ``rlscale run`` in a fresh process, its R0, final reward and Eq. 1 fit."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,12 +89,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the throughput rows")
     ap.add_argument("--batches", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="1 batch and short runs (seconds; the fit is nan)")
     args = ap.parse_args()
+    runs = QUICK if args.quick else []
     torch.set_num_threads(args.threads)
     reap_descendants()
-    m = measure(args.threads, args.batches)
-    default = timed_run([])
-    sync = timed_run(["offpolicy=ppo", "offpolicy.batches_per_version=1"])
+    m = measure(args.threads, 1 if args.quick else args.batches)
+    default = timed_run(runs)
+    sync = timed_run(["offpolicy=ppo", "offpolicy.batches_per_version=1", *runs])
     print(f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"{'metric':<52}{'value':>12}")
     print(f"{f'generation tokens/s (prompt+completion, {args.threads} thr)':<52}{m['gen_tok_s']:>12.0f}")

@@ -11,7 +11,8 @@ copied twice into shared memory and broadcast once), the median over
 joins every publication as a generator does between decode steps). Ends with the ratio of each broadcast to the
 shared-memory copy of the same weights.
 
-Usage: ``python bench/weight_publication_bench.py [--repeats N] [--out FILE.md]``.
+Usage: ``python bench/weight_publication_bench.py [--repeats N] [--out FILE.md]``;
+``python bench/weight_publication_bench.py --tiny --repeats 2`` (seconds) measures the tiny model alone.
 """
 from __future__ import annotations
 
@@ -89,10 +90,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--tiny", action="store_true", help="the embedded tiny Llama's shape only")
     args = parser.parse_args()
     rows = ["| model | parameters | MB (float32) | shared memory s | broadcast, 1 task s | broadcast, 2 tasks s | "
             "1 task / shared | 2 tasks / shared |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, shape in SHAPES.items():
+    for name, shape in list(SHAPES.items())[:1 if args.tiny else None]:
         model = build(shape)
         state = model.state_dict()
         params = sum(state[key].numel() for key in distinct_keys(state))  # what a broadcast carries

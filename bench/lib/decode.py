@@ -41,12 +41,11 @@ def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, de
                 hbm_fraction_measured_bw=need / copy_bw / decode_s)
 
 
-def decode_workload(shape_name: str):
-    """(engine, prompts, steps) of the GPU workload's decode for ``shape_name``: a ``GraphDecoder`` (bf16
-    head, T = 1) over a random-weight model, its 256 prompts and think budget in steps."""
-    work = GPU_WORK
+def decode_workload(shape_name: str, work: Workload = GPU_WORK, device: str = "cuda"):
+    """(engine, prompts, steps) of a workload's decode (the GPU's by default) for ``shape_name``: a
+    ``GraphDecoder`` (bf16 head, T = 1) over a random-weight model, its prompts and think budget in steps."""
     tok = BenchTokenizer(SHAPES[shape_name].vocab)
-    model = build_model(SHAPES[shape_name], torch.bfloat16, "cuda")
+    model = build_model(SHAPES[shape_name], torch.bfloat16, device)
     rules = PhaseRules(eos_id=tok.eos_id, pad_id=tok.pad_id, think_close_ids=tok.think_close_ids,
                        interrupt_ids=tok.interrupt_ids, max_answer=work.answer, interruption=True)
     task = BenchTask(tok, work)
