@@ -48,6 +48,7 @@ from typing import Dict, List, Optional
 import torch
 
 from lib import record
+from lib.decode import completion_bytes
 from lib.shapes import peaks
 from lib.workloads import BenchTokenizer
 from long_sequence_bench import SHAPES, build_model
@@ -111,12 +112,6 @@ def static_rows(rows: int) -> int:
     return 1 << (rows.bit_length() - 1) if rows < 128 else rows // 64 * 64
 
 
-def hbm_bytes(engine: GraphDecoder, completions, steps: int) -> float:
-    """Bytes the decode steps must read: the weights each step, and each live row's KV cache so far."""
-    kv = sum(len(c.tokens) * len(c.prompt_ids) + len(c.tokens) * (len(c.tokens) + 1) // 2 for c in completions)
-    return float(engine.decoder.weight_bytes()) * steps + float(engine.decoder.kv_bytes_per_token()) * kv
-
-
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -153,7 +148,8 @@ def measure(name: str, mode: str, engine: GraphDecoder, rows: int, setup: Setup,
         rec["error"] = "out of memory"
         return rec
     _, bw_peak, _ = peaks(dev)
-    bound = hbm_bytes(engine, completions, steps) / bw_peak
+    dec = engine.decoder
+    bound = completion_bytes(dec.weight_bytes(), dec.kv_bytes_per_token(), completions, steps) / bw_peak
     rec.update(seconds=seconds, samples_per_s=len(completions) / seconds, steps=steps,
                tokens=sum(len(c.tokens) for c in completions), hbm_fraction=bound / seconds,
                interrupted=sum(c.interrupted for c in completions),

@@ -21,6 +21,13 @@ def decode_bytes(decoder, rows: int, width: int, steps: int) -> float:
     return float(decoder.weight_bytes()) * steps + kv
 
 
+def completion_bytes(weight_bytes: float, kv_bytes_per_token: float, completions, steps: int) -> float:
+    """Fewest bytes the decode steps of ``completions`` must read: the weights at each of ``steps``, and each
+    completion's KV cache so far (prompt and tokens before it) at each of its tokens."""
+    kv = sum(len(c.tokens) * len(c.prompt_ids) + len(c.tokens) * (len(c.tokens) + 1) // 2 for c in completions)
+    return float(weight_bytes) * steps + float(kv_bytes_per_token) * kv
+
+
 def decode_loop(engine, prompts: List[List[int]], work: Workload, steps: int, dev: torch.device, bw_peak: float,
                 copy_bw: float) -> dict:
     """The decode loop alone (prefill subtracted; no host-side conversion of the completions) of ``prompts``

@@ -40,6 +40,7 @@ from typing import Dict, List
 
 import torch
 
+from lib.decode import completion_bytes
 from lib.shapes import peaks
 from lib.step import components
 from lib.workloads import BenchTokenizer, Workload
@@ -113,7 +114,8 @@ class Watch:
                 self.peak = max(self.peak, used)
             if time.monotonic() - last >= self.report_every:
                 last = time.monotonic()
-                print(f"[{self.label}] {last - start:.0f} s: device {used / GIB:.1f} GiB; {self.progress()}", flush=True)
+                print(f"[{self.label}] {last - start:.0f} s: device {used / GIB:.1f} GiB; {self.progress()}",
+                      flush=True)
 
     def __enter__(self) -> "Watch":
         self.thread = threading.Thread(target=self._watch, daemon=True)
@@ -151,8 +153,7 @@ def decode_bytes(model: torch.nn.Module, completions, rows: int) -> float:
     cfg = model.config
     kv_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 2  # bf16 keys and values
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
-    kv = sum(len(c.tokens) * len(c.prompt_ids) + len(c.tokens) * (len(c.tokens) + 1) // 2 for c in completions)
-    return float(weights) * refill_steps([len(c.tokens) for c in completions], rows) + float(kv_token) * kv
+    return completion_bytes(weights, kv_token, completions, refill_steps([len(c.tokens) for c in completions], rows))
 
 
 def timed_step(c, step: int, dev: torch.device) -> Dict[str, float]:

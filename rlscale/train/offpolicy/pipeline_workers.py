@@ -94,7 +94,7 @@ class GeneratorStatus:
     the machine)."""
 
     HEARTBEAT, BUSY_TOTAL, BUSY_SINCE, LOAD_TOTAL, FINISHED, STEPS = range(6)
-    FIELDS = 6
+    FIELDS = STEPS + 1
 
     def __init__(self, ctx, n: int):
         self.values = ctx.RawArray("d", self.FIELDS * n)
