@@ -2,7 +2,7 @@
 takes, on the default LOO sweep (``conf=loo``, the embedded default on the CPU), measured in the same run.
 
     python bench/eta_bench.py [--only scalerl,loss_dapo] [--seeds 2] [--results DIR] [--out FILE]
-    python bench/eta_bench.py --quick [--out FILE]    # seconds: one run of 6 updates (--only scalerl --seeds 1)
+    python bench/eta_bench.py --quick [--out FILE]    # seconds: one run of 8 updates (--only scalerl --seeds 1)
 
 The sweep runs as a user runs it, its stdout a pipe: off a terminal it prints the summary with its ETA once the
 ETA is measured (rlscale.sweep.eta) and after each change of a run's state. Every line is timed as it arrives.
@@ -41,7 +41,8 @@ def eta_seconds(line: str) -> Optional[float]:
     return float(int(hours) * 3600 + int(minutes) * 60) if hours else float(int(mins) * 60 + int(secs))
 
 
-QUICK = ["trainer.max_steps=6", "trainer.eval_every=3"]  # --quick's overrides of every run
+QUICK = ["trainer.max_steps=8", "trainer.eval_every=2"]  # --quick's overrides: the ETA, known after the eval of
+# update 2, then has 6 updates and 3 evals to cover, several of the sweep's 2 s polls on a fast machine
 
 
 def run_sweep(results: Path, only: Optional[str], seeds: Optional[int],
@@ -77,7 +78,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, help="seeds per variant (the sweep's --seeds); default the spec's")
     parser.add_argument("--results", type=Path, help="results root (default: a temporary folder)")
     parser.add_argument("--out", type=Path, help="also write the table to this file")
-    parser.add_argument("--quick", action="store_true", help="one variant, one seed, 6 updates (seconds)")
+    parser.add_argument("--quick", action="store_true", help="one variant, one seed, 8 updates (seconds)")
     args = parser.parse_args()
     overrides = QUICK if args.quick else []
     if args.quick:

@@ -18,7 +18,7 @@ def test_eta_bench_quick_times_the_sweeps_eta(tmp_path):
     out = tmp_path / "eta.md"
     bench("eta_bench.py", "--quick", "--out", str(out))
     text = out.read_text()
-    assert "`rlscale sweep conf=loo trainer.max_steps=6 trainer.eval_every=3` --only scalerl --seeds 1: exit status 0" \
+    assert "`rlscale sweep conf=loo trainer.max_steps=8 trainer.eval_every=2` --only scalerl --seeds 1: exit status 0" \
         in text
     assert re.search(rf"^\| \d+ \| 1 runs: 1 running \| \d+ \| \d+ \| {NUMBER} \|$", text, re.M), text
     assert re.search(rf"^first ETA / wall time from that line: \d+ s / \d+ s = {NUMBER}$", text, re.M), text
