@@ -14,11 +14,13 @@ import fcntl
 import hashlib
 import inspect
 import json
+import logging
+import time
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from importlib.metadata import version
 from pathlib import Path
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -35,6 +37,7 @@ from rlscale.tasks.base import Demonstration, Task, TaskConfig
 from rlscale.tasks.mixture import MixtureTask
 
 NOISE_OFFSETS = (-10, -2, -1, 1, 2, 10)
+log = logging.getLogger(__name__)
 
 
 def tiny_llama_config(cfg: TinyModelConfig, vocab_size: int) -> LlamaConfig:
@@ -82,8 +85,10 @@ def warmup_sequences(task: Task, tok: CharTokenizer, cfg: TinyModelConfig, gen: 
 
 
 def supervised_warmup(model: LlamaForCausalLM, seqs: List[Tuple[List[int], int]], cfg: TinyModelConfig,
-                      gen: torch.Generator) -> List[float]:
-    """Deterministic next-token training on the completions; returns the loss curve."""
+                      gen: torch.Generator, on_step: Callable[[int, float], None] = lambda step, loss: None
+                      ) -> List[float]:
+    """Deterministic next-token training on the completions; returns the loss curve. ``on_step(step, loss)``
+    is called after each step (1-based)."""
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.warmup_lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.05, 1 - s / cfg.warmup_steps))
     losses = []
@@ -104,6 +109,7 @@ def supervised_warmup(model: LlamaForCausalLM, seqs: List[Tuple[List[int], int]]
         opt.step()
         sched.step()
         losses.append(loss.item())
+        on_step(len(losses), losses[-1])
     model.zero_grad(set_to_none=True)  # the policy starts without a gradient, as when loaded from the cache
     model.eval()
     return losses
@@ -160,6 +166,29 @@ def tiny_model_key(model_cfg: TinyModelConfig, task_cfg: TaskConfig, tok: CharTo
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+class WarmupProgress:
+    """Log lines while the warm-up trains (a minute or more on one core, before the run's first eval): one as it
+    starts, one every ``every_s`` seconds with the step, loss and time left at the rate so far, one as it ends."""
+
+    def __init__(self, steps: int, path: Path, every_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        self.steps, self.path, self.every_s, self.clock = steps, path, every_s, clock
+        self.start = self.last = clock()
+        log.info("model=tiny: no cached warm-up for this model and task; training it: %d supervised steps on one "
+                 "thread, then cached as %s for every later run of the same config", steps, path)
+
+    def __call__(self, step: int, loss: float) -> None:
+        now = self.clock()
+        if now - self.last < self.every_s or step >= self.steps:
+            return
+        self.last = now
+        left = (now - self.start) / step * (self.steps - step)
+        log.info("model=tiny warm-up: step %d/%d, loss %.3f, about %.0f s left", step, self.steps, loss, left)
+
+    def done(self, losses: List[float]) -> None:
+        log.info("model=tiny warm-up: %d steps in %.0f s, loss %.3f -> %.3f", len(losses), self.clock() - self.start,
+                 losses[0] if losses else float("nan"), losses[-1] if losses else float("nan"))
+
+
 @contextmanager
 def one_thread() -> Iterator[None]:
     """Torch at one intra-op thread inside the block: reductions then add in one order whatever the machine's
@@ -172,6 +201,15 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def take_lock(lock, path: Path) -> None:
+    """Hold ``lock`` (an open file) exclusively; says so when another process holds it (building ``path``)."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.info("model=tiny: waiting for another process to finish the warm-up it is caching as %s", path)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+
+
 def load_or_build_tiny(model_cfg: TinyModelConfig, task_cfg: TaskConfig, task: Task, tok: CharTokenizer,
                        cache_dir: Path, parts: Sequence[MixturePart] = ()) -> LlamaForCausalLM:
     """The warmed-up tiny model, from the cache when present; built under a file lock otherwise, so
@@ -181,7 +219,7 @@ def load_or_build_tiny(model_cfg: TinyModelConfig, task_cfg: TaskConfig, task: T
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"tiny-{key}.pt"
     with open(cache_dir / f"tiny-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        take_lock(lock, path)
         model = build_tiny_llama(model_cfg, tok.vocab_size)
         if path.exists():
             model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
@@ -190,8 +228,10 @@ def load_or_build_tiny(model_cfg: TinyModelConfig, task_cfg: TaskConfig, task: T
         gen = torch.Generator().manual_seed(task_cfg.seed)
         torch.manual_seed(task_cfg.seed)
         model = build_tiny_llama(model_cfg, tok.vocab_size)
+        progress = WarmupProgress(model_cfg.warmup_steps, path)
         with one_thread():
-            losses = supervised_warmup(model, warmup_sequences(task, tok, model_cfg, gen), model_cfg, gen)
+            losses = supervised_warmup(model, warmup_sequences(task, tok, model_cfg, gen), model_cfg, gen, progress)
+        progress.done(losses)
         atomic_write(path, lambda tmp: torch.save(model.state_dict(), tmp))
         (cache_dir / f"tiny-{key}.json").write_text(json.dumps({"first_loss": losses[0], "last_loss": losses[-1]}))
         return model
