@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ import pytest
 import torch
 import yaml
 
+from bench_runs import NUMBER, bench
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -156,6 +158,15 @@ def test_a_two_rank_local_job_trains_like_one_process(one_process, tmp_path):
     assert outcomes == [("success", {run_dir.name: "done"})] * 2  # task 1 followed the run to its end
     assert_same_training(one_process, run_dir)
     print(f"two-rank local sweep: {time.monotonic() - start:.0f} s")
+    # bench/multi_gpu_job.sh's tables (bench/multi_gpu_table.py) on these runs: its CPU mode in CI, less the runs
+    tables = tmp_path / "tables"
+    printed = bench("multi_gpu_table.py", "equality", str(one_process), str(run_dir), "--out", str(tables)).stdout
+    assert re.search(r"^final max \|dw\| = \S+; tolerance 1e-04 relative: PASS$", printed, re.M), printed
+    assert json.loads((tables / "equality.json").read_text())["pass"] is True
+    printed = bench("multi_gpu_table.py", "throughput", f"1 rank:0={one_process}", f"2 ranks:0={run_dir}",
+                    "--out", str(tables), "--warmup", "2").stdout
+    assert re.search(rf"^\| 2 ranks \| 2 \| 0 \| {STEPS - 2} \| {NUMBER} \| {NUMBER} \| {NUMBER} \|$", printed, re.M), printed
+    assert re.search(rf"^samples/s 2 ranks / 1 rank = {NUMBER}x \(target >= 1.6x: (met|NOT met)\)$", printed, re.M)
 
 
 def test_a_two_rank_pipeline_job_trains_like_one_process(tmp_path):

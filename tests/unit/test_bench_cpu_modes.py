@@ -112,3 +112,15 @@ def test_statistics_benches_at_their_smallest_sizes(script, flags, last):
     assert re.search(last, printed, re.M), printed[-3000:]
     if script == "misfit_bench.py":  # 5 truths x 2 draws x 3 drifts x 3 eval counts
         assert len([line for line in printed.splitlines() if re.match(r"^(sigmoid|power|step)", line)]) == 90
+
+
+@pytest.mark.parametrize("script", ["multi_gpu_job.sh", "smollm2_study.sh"])
+def test_the_shell_benches_parse(script):
+    """The GPU-only shell drivers, checked by bash without running them (``bash -n``); their tables' code runs on
+    CPU runs in ``tests/integration/test_multi_rank_jobs.py``."""
+    import subprocess
+
+    from bench_runs import ROOT
+
+    done = subprocess.run(["bash", "-n", str(ROOT / "bench" / script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
