@@ -6,8 +6,8 @@
   in-flight updates make which version samples which token independent of timing);
 - real SLURM (localhost): the same through a submitit job array of 2-task jobs, and through the generated
   sbatch script (``srun`` starts one trainer per task); a job signalled before its time limit is requeued,
-  both tasks start again and the run resumes to the same result (SLURM holds a requeued job a while: about
-  3.5 minutes here);
+  both tasks start again and the run resumes to the same result (SLURM holds a requeued job for its credential
+  lifetime, ``AuthInfo=cred_expire``: 20 s in ``scripts/slurm-localhost.sh``, 120 s by default);
 - a follower rank killed mid-run fails the run with one line in status.json and the job ends at once;
 - rank 0 killed mid-run ends the job too; the sweep rerun restarts both ranks, which resume from rank 0's
   checkpoint and end equal to the uninterrupted run.
