@@ -20,10 +20,8 @@ pytestmark = pytest.mark.slow
 
 STEPS = 20
 EVALS = [0, 5, 10, 15, 20]
-# the warm-up at half its steps (half its minutes): the code part still starts low and rises (0.22 -> 0.53 over
-# the 20 updates, noise 0.065, on a 2-core machine)
 MIXED = ["task=math_code", f"trainer.max_steps={STEPS}", "trainer.eval_every=5", "mixture.parts.0.task.val_size=100",
-         "mixture.parts.1.task.val_size=100", "model.warmup_steps=300"]
+         "mixture.parts.1.task.val_size=100"]
 
 
 def test_a_math_and_code_run_logs_both_parts_and_its_code_reward_rises(tmp_path):
