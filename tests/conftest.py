@@ -1,4 +1,4 @@
-"""Shared pytest fixtures (fixtures only; one per need)."""
+"""Shared pytest fixtures (one per need) and the grouping of tests onto pytest-xdist workers."""
 from __future__ import annotations
 
 import os
@@ -18,6 +18,21 @@ def _sinfo_answers() -> bool:
         return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def uses_slurm(item: pytest.Item) -> bool:
+    return "slurm_cluster" in getattr(item, "fixturenames", ()) or item.get_closest_marker("slurm") is not None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Groups for ``pytest -n N --dist loadgroup`` (.ci/run): a module's tests run on one worker, so its module
+    fixtures (reference runs) are built once; every module with a test on the localhost SLURM (2 CPUs, one
+    node) shares the worker of group ``slurm``, so two tests never wait on each other's jobs."""
+    slurm_modules = {item.path for item in items if uses_slurm(item)}
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group("slurm" if item.path in slurm_modules else item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")
