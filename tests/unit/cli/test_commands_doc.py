@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -25,7 +24,8 @@ from rlscale.testing.curves import TABLE1, synthetic_curve, write_run
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "commands.md"
 SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s+(?P<reason>.*?)\s*-->")
 RUNNABLE = ("bash", "sh")
-BLOCK_SECONDS = 150  # the longest block (a run of two updates) takes about a minute on a loaded 2-core CPU
+BLOCK_SECONDS = 600  # a hang guard, not a speed target: the longest block (a run of two updates after the tiny
+# model's warm-up) took 84 s on two loaded cores and 150 s beside a second test suite
 
 
 @dataclass(frozen=True)
@@ -91,11 +91,9 @@ def test_command_block_runs(block: Block, workdir: Path):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PAGE.parents[1]), env.get("PYTHONPATH", "")]))
     for command in block.commands:
         assert command.startswith("rlscale "), f"line {block.line}: {command!r} is not an rlscale command"
-        started = time.monotonic()
         done = subprocess.run(command, shell=True, cwd=workdir, env=env, capture_output=True, text=True,
                               timeout=BLOCK_SECONDS)
         assert done.returncode == 0, f"line {block.line}: {command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-        assert time.monotonic() - started < BLOCK_SECONDS
 
 
 def _synopsis(command: str) -> str:
