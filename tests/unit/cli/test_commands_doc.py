@@ -25,7 +25,7 @@ PAGE = Path(__file__).resolve().parents[3] / "docs" / "commands.md"
 SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s+(?P<reason>.*?)\s*-->")
 RUNNABLE = ("bash", "sh")
 BLOCK_SECONDS = 600  # a hang guard, not a speed target: the longest block (a run of two updates after the tiny
-# model's warm-up) took 84 s on two loaded cores and 150 s beside a second test suite
+# model's warm-up) took 84 s on two loaded cores and over 150 s beside a second test suite
 
 
 @dataclass(frozen=True)
