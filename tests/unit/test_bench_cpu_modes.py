@@ -69,7 +69,10 @@ def test_decode_compile_variants_tiny_times_each_variant_against_default(tmp_pat
 
 def test_profile_step_tiny_tables_decode_graph_loop_and_learner():
     printed = bench("profile_step.py", "--device", "cpu", "--tiny", "--graph", "--top", "3").stdout
-    assert re.search(rf"^decode: 4 rows, kv_len 32, eager launch {NUMBER} ms/step$", printed, re.M), printed
+    assert re.search(rf"^decode: 4 rows, kv_len 32, every row at kv_len, default plan, eager launch {NUMBER} ms/step$",
+                     printed, re.M), printed
+    assert re.search(rf"^bytes per step {NUMBER} GB \(weights {NUMBER}\) in {NUMBER} ms of kernels: {NUMBER} TB/s$",
+                     printed, re.M), printed
     assert re.search(rf"^graph replays: 4 rows, \d+ steps \(prefill included\), {NUMBER} ms/step wall$", printed, re.M)
     assert re.search(r"^learner: 4 rows x \d+ tokens, micro-batch 4, [\d.]+ s \([\d.e+]+ tokens/s\), peak n/a$",
                      printed, re.M), printed
@@ -77,6 +80,14 @@ def test_profile_step_tiny_tables_decode_graph_loop_and_learner():
                                                  if re.match(r"^\| [\d.]+% \|", line))]
     assert len(shares) == 9 and all(0 < s <= 100 for s in shares)  # top 3 of each of the three tables
     assert "aten::mm" in printed
+
+
+def test_profile_step_own_lengths_profiles_the_refilled_rows_step():
+    printed = bench("profile_step.py", "--device", "cpu", "--tiny", "--own-lengths", "--skip-learner", "--top", "3").stdout
+    # 4 rows, lengths uniform in [32 / 8, 32] (seed 0): the header names their mean
+    assert re.search(rf"^decode: 4 rows, kv_len 32, own lengths \(mean \d+\), default plan, eager launch {NUMBER} ms/step$",
+                     printed, re.M), printed
+    assert "learner:" not in printed
 
 
 def test_learner_compile_tiny_compiles_once_for_the_padded_width(tmp_path):
