@@ -147,7 +147,7 @@ def test_a_reused_refill_bucket_gives_the_completions_of_a_fresh_one():
 
 @pytest.mark.parametrize("compiled", [False, True])
 def test_rows_at_their_own_slots_match_the_hf_forward_of_their_own_sequences(compiled):
-    """The decoder with per-row slots (a scatter into the cache; compiled as on GPU, by inductor's C++
+    """The decoder with per-row slots (an indexed store into the cache; compiled as on GPU, by inductor's C++
     backend here): three rows at different lengths, the second refilled with a new prompt after two steps
     while the others go on, each row's logits those of HF's forward of that row's own tokens."""
     from tests.unit.engines.test_generator_static import FAMILIES, random_model
@@ -178,6 +178,24 @@ def test_rows_at_their_own_slots_match_the_hf_forward_of_their_own_sequences(com
             seqs[row].append(int(token[row]))
         hidden = dec.decode(cache, token, pos, slot.clone(), 16)
         pos, slot = pos + 1, slot + 1
+
+
+def test_the_compiled_per_row_cache_write_stores_in_place():
+    """Compiled (inductor's C++ backend here, its GPU backend in the generator), the refilled rows' cache write
+    stores each row's key/value at its own slot and allocates nothing the size of the cache: no copy of the
+    layer's cache and copy back, which a ``scatter_`` compiled into at every layer and step."""
+    from rlscale.engines.generators.static_decoder import write_slot
+    from rlscale.testing.cpu_memory import peak_cpu_bytes
+
+    torch._dynamo.reset()
+    kv = torch.zeros(2, 4, 2, 2048, 16)  # [layers, rows, kv heads, slots, 2 x head_dim]: 1 MiB a layer
+    write = torch.compile(write_slot, fullgraph=True)
+    write(kv[0], torch.tensor([0, 1, 2, 3]), torch.ones(4, 2, 16))  # compiles
+    slot, new = torch.tensor([3, 2047, 0, 9]), torch.randn(4, 2, 16)
+    _, peak = peak_cpu_bytes(lambda: write(kv[1], slot, new))
+    assert peak < kv[1].numel() * kv.element_size() / 16
+    assert torch.equal(kv[1][torch.arange(4), :, slot], new)
+    assert int((kv[1] != 0).sum()) == new.numel() and int((kv[0] != 0).sum()) == 4 * 2 * 16
 
 
 def test_the_setting_is_validated_and_read_as_configured_off_cuda():
