@@ -420,10 +420,15 @@ def _set_p(row: ComparisonRow, p: float, fam: Family) -> None:
 
 
 def _set_interval(row: ComparisonRow, d: Difference, which: str) -> None:
+    """``which`` (dA, then dB) of ``row`` from ``d``; where dB's interval comes from other seeds than dA's (a
+    seed whose A is not identified has a B at the common A), ``interval_source`` names both."""
     setattr(row, which, d.value)
     setattr(row, f"{which}_lo", d.lo)
     setattr(row, f"{which}_hi", d.hi)
-    row.interval_source = d.source
+    if which == "dB" and row.interval_source and row.interval_source != d.source:
+        row.interval_source = f"dA {row.interval_source}, dB {d.source}"
+    else:
+        row.interval_source = d.source
 
 
 def _finite(value: float) -> float:

@@ -289,3 +289,20 @@ def test_a_variant_compared_on_a_curve_that_is_not_a_sigmoid_says_so():
     assert VariantFit("s", "v", [run(0), run(1)]).misfits == ""
     stepped = VariantFit("s", "v", [run(0), run(1, "step change near C = 1.1e+04")])
     assert stepped.misfits == "compared on A although seed 1's curve is not a sigmoid (step change near C = 1.1e+04)"
+
+
+def test_a_row_whose_da_and_db_pair_different_seeds_names_both(tmp_path):
+    """A seed whose curve has not bent (C_mid past the last eval: A not identified) is left out of dA but has a B
+    at the common A: the LOO row's interval source names dA's pairing (2 seeds) and dB's (3)."""
+    sweep = tmp_path / "res" / "loo"
+    variants = []
+    for name, axis, b in (("scalerl", None, 2.0), ("loss_dapo", "loss", 1.6)):
+        for seed, jitter in enumerate((-0.002, 0.0, 0.002)):
+            c_mid = 60000.0 if (name, seed) == ("loss_dapo", 0) else 2500.0
+            _write(sweep, f"{name}_s{seed}", 0.61, b, c_mid=c_mid, seed=seed, jitter=jitter)
+            variants.append({"name": name, "run": f"{name}_s{seed}", "overrides": [], "axis": axis, "seed": seed})
+    (sweep / "sweep.json").write_text(json.dumps({"name": "loo", "base": "scalerl", "kind": "loo", "jobs": {},
+                                                  "variants": variants}))
+    rows = {c.variant: c for c in fit_results(tmp_path / "res", BOOT).comparison if c.kind == "loo"}
+    assert "seed 0 left out of dA (A not identified)" in rows["loss_dapo"].note
+    assert rows["loss_dapo"].interval_source == "dA paired n=2, dB paired n=3"
