@@ -286,12 +286,12 @@ class StaticKVDecoder:
         x = F.embedding(token, self.embed)
         q = self.step_first(x, self.layers[0], cos, sin, self.dims, self.eps, cache.kv[0], slot)
         keys, values = cache.keys, cache.values
-        own_lengths = slot.shape[0] > 1  # rows of different lengths: each reads its own live slots
+        lengths = slot + 1 if slot.shape[0] > 1 else None  # rows of their own lengths: each reads its live slots
         for i, layer in enumerate(self.layers):
             # grouped-query attention without repeating the cache (rlscale.engines.kernels.decode_attention); the
             # cache write stays outside the attention kernel: inside it, it cost the kernel 1.3-1.5x (H200)
             out = self.attend(q.view(batch, self.kv_heads, groups, self.head_dim), keys[i], values[i], cache.mask,
-                              kv_len, skip_dead=own_lengths).reshape(batch, self.heads * self.head_dim)
+                              kv_len, lengths=lengths).reshape(batch, self.heads * self.head_dim)
             if i + 1 < len(self.layers):
                 x, q = self.step_between(x, out, layer, self.layers[i + 1], cos, sin, self.dims, self.eps,
                                          cache.kv[i + 1], slot)

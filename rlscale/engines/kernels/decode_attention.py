@@ -24,11 +24,15 @@ Design:
   unnormalised output, running max and denominator in fp32 and a small kernel combines them;
 - no autotuning: the configuration is a pure function of the shapes (``plan``), so the kernel can be
   compiled in the warm-up run and captured in a CUDA graph (``kv_len`` is fixed per captured graph);
-- ``skip_dead``: K/V loads predicated on the mask as well, so a slot whose mask is False costs its mask byte,
-  not its 4 D bytes of K and V. For rows of different lengths under one ``kv_len`` (the refilling
-  generator's rows, ``graph_decode.RefillBucket``, attend to the longest row's bucket) a step then reads each
-  row's own cache. The result is the same (a dead slot's weight is 0 either way) as long as dead slots hold
-  finite values; off by default, where every row has the same length.
+- ``lengths``: rows of different lengths under one ``kv_len`` (the refilling generator's rows,
+  ``graph_decode.RefillBucket``, attend to the longest row's bucket): row b's loop ends at ``lengths[b]``, a
+  device tensor read by the kernel (so a captured graph follows the rows as they grow), and its K/V loads
+  below that are predicated on the mask as well, so a dead slot (left padding) costs its mask byte, not its
+  4 D bytes of K and V. A step then reads each row's own cache and visits none of the blocks past it: with
+  every loop over the longest row's kv_len the attention of 48 rows of own lengths ran at 66 % of the HBM
+  bound on an H200, against 92 % for rows of equal length. The result is that of the full loop (a skipped
+  slot's weight is 0 either way: the running max and sums are unchanged by a block with no live slot); every
+  live slot of row b must be below ``lengths[b]``. Without it (every row the same length) neither is done.
 """
 from __future__ import annotations
 
@@ -83,9 +87,10 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def decode_attention_reference(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
-                               kv_len: int, scale: Optional[float] = None, skip_dead: bool = False) -> torch.Tensor:
+                               kv_len: int, scale: Optional[float] = None,
+                               lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
     """``decode_attention`` by SDPA: the G query heads of a KV head are that head's query "sequence", so the
-    cache is not repeated; the mask becomes an additive [B, 1, 1, kv_len] bias (``skip_dead`` changes what the
+    cache is not repeated; the mask becomes an additive [B, 1, 1, kv_len] bias (``lengths`` changes what the
     kernel reads, not the result: ignored)."""
     bias = torch.zeros((q.shape[0], 1, 1, kv_len), dtype=q.dtype, device=q.device)
     bias.masked_fill_(~mask[:, None, None, :kv_len], float("-inf"))
@@ -93,12 +98,12 @@ def decode_attention_reference(q: torch.Tensor, keys: torch.Tensor, values: torc
 
 
 def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, kv_len: int,
-                     scale: Optional[float] = None, config: Optional[Plan] = None, skip_dead: bool = False
-                     ) -> torch.Tensor:
+                     scale: Optional[float] = None, config: Optional[Plan] = None,
+                     lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Attention of q [B, KVH, G, D] to slots 0..kv_len-1 of keys / values [B, KVH, S, D] (last dim
     contiguous) where mask [B, S] (bool) is True; every row needs a live slot below kv_len. Returns
-    [B, KVH, G, D] in q's dtype. ``config`` overrides ``plan`` (benchmarks, tests); ``skip_dead``: the K/V of
-    masked slots are not read (module docstring)."""
+    [B, KVH, G, D] in q's dtype. ``config`` overrides ``plan`` (benchmarks, tests); ``lengths`` [B] (int, on q's
+    device): row b reads slots below ``lengths[b]`` only, and of them its live ones (module docstring)."""
     batch, kv_heads, groups, head_dim = q.shape
     assert keys.stride(-1) == 1 and values.stride(-1) == 1 and keys.shape[-2] >= kv_len
     q = q if q.stride(-1) == 1 else q.contiguous()
@@ -114,16 +119,18 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
         part_l = torch.empty_like(part_m)
     else:
         part_acc = part_m = part_l = out  # unused
+    own = lengths is not None
+    row_lengths = lengths if own else mask  # unused without lengths
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     d_pad = max(MIN_DOT, triton.next_power_of_2(head_dim))
     _decode_kernel[(programs, splits)](
-        q, keys, values, mask, out, part_acc, part_m, part_l,
+        q, keys, values, mask, row_lengths, out, part_acc, part_m, part_l,
         kv_heads, kv_len, chunk, splits, scale * LOG2E,
         q.stride(0), q.stride(1), q.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
         values.stride(0), values.stride(1), values.stride(2), mask.stride(0),
         GROUPS=groups, HEAD_DIM=head_dim, G_PAD=max(MIN_DOT, triton.next_power_of_2(groups)), D_PAD=d_pad,
         BLOCK_N=cfg.block_n, SPLIT=splits > 1, DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        SKIP_DEAD=skip_dead, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        OWN_LENGTHS=own, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     if splits > 1:
         _combine_kernel[(programs * groups,)](part_acc, part_m, part_l, out, splits, HEAD_DIM=head_dim, D_PAD=d_pad,
                                               S_PAD=triton.next_power_of_2(splits))
@@ -159,14 +166,15 @@ if triton is not None:
         _fix_interpreter_bf16()
 
     @triton.jit
-    def _decode_kernel(Q, K, V, Mask, Out, PartAcc, PartM, PartL,
+    def _decode_kernel(Q, K, V, Mask, Lengths, Out, PartAcc, PartM, PartL,
                        kv_heads, kv_len, chunk, splits, qk_scale,
                        stride_qb, stride_qh, stride_qg, stride_kb, stride_kh, stride_kn,
                        stride_vb, stride_vh, stride_vn, stride_mb,
                        GROUPS: tl.constexpr, HEAD_DIM: tl.constexpr, G_PAD: tl.constexpr, D_PAD: tl.constexpr,
                        BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                       SKIP_DEAD: tl.constexpr):
-        """One (row, KV head, split): online softmax over its slots [split * chunk, +chunk) ∩ [0, kv_len)."""
+                       OWN_LENGTHS: tl.constexpr):
+        """One (row, KV head, split): online softmax over its slots [split * chunk, +chunk) ∩ [0, kv_len), with
+        ``OWN_LENGTHS`` ∩ [0, Lengths[row])."""
         bh = tl.program_id(0).to(tl.int64)
         split = tl.program_id(1)
         b = bh // kv_heads
@@ -181,6 +189,8 @@ if triton is not None:
         v_base = V + b * stride_vb + h * stride_vh
         start = split * chunk
         end = tl.minimum(start + chunk, kv_len)
+        if OWN_LENGTHS:
+            end = tl.minimum(end, tl.load(Lengths + b).to(tl.int32))
         m_i = tl.full([G_PAD], float("-inf"), tl.float32)
         l_i = tl.zeros([G_PAD], tl.float32)
         acc = tl.zeros([G_PAD, D_PAD], tl.float32)
@@ -188,7 +198,7 @@ if triton is not None:
             n = n0 + tl.arange(0, BLOCK_N)
             in_range = n < end
             live = tl.load(Mask + b * stride_mb + n, mask=in_range, other=0) != 0
-            kv_mask = (in_range & live if SKIP_DEAD else in_range)[:, None] & d_ok[None, :]
+            kv_mask = (in_range & live if OWN_LENGTHS else in_range)[:, None] & d_ok[None, :]
             k = tl.load(k_base + n[:, None] * stride_kn + d[None, :], mask=kv_mask, other=0.0)
             v = tl.load(v_base + n[:, None] * stride_vn + d[None, :], mask=kv_mask, other=0.0)
             s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale

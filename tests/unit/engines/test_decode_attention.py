@@ -59,30 +59,34 @@ def run_cases() -> Dict[str, float]:
             assert out.dtype == dtype and out.shape == q.shape
             ref = decode_attention_reference(q.float(), keys.float(), values.float(), mask, kv_len)
             errors[f"{name}-{str(dtype).split('.')[-1]}"] = (out.float() - ref).abs().max().item()
-    errors.update(skip_dead_errors())
+    errors.update(own_lengths_errors())
     errors["bf16_cast_mismatches"] = bf16_cast_mismatches()
     return errors
 
 
-def skip_dead_errors() -> Dict[str, float]:
-    """``skip_dead``: rows of different lengths under one kv_len (a refilling generator's rows) with NaN in every
-    masked slot, which the kernel must not read (a read NaN poisons p @ v); error against the reference of
-    the same inputs with those slots zeroed, for the default plan and a split one."""
+def own_lengths_errors() -> Dict[str, float]:
+    """``lengths``: rows of different lengths under one kv_len (a refilling generator's rows). Every slot at or
+    past a row's length is NaN and marked live, so only the loop's end keeps it out; the left padding below it
+    is NaN and dead, so only the predicated loads keep it out (a read NaN poisons p @ v). Error against the
+    reference over each row's live slots below its length, NaN zeroed, for the default plan and a split one
+    (where whole splits of the short rows lie past their length)."""
     from rlscale.engines.kernels.decode_attention import Plan, decode_attention, decode_attention_reference
 
     errors = {}
     for dtype in (torch.float32, torch.bfloat16):
-        q, keys, values, mask = make_inputs(4, 2, 3, 64, 256, 250, dtype, seed=3)
-        mask = torch.arange(256)[None, :] < torch.tensor([[250], [7], [130], [64]])  # each row's own length
+        q, keys, values, _ = make_inputs(4, 2, 3, 64, 256, 250, dtype, seed=3)
+        lengths = torch.tensor([250, 7, 130, 64])
+        below = torch.arange(256)[None, :] < lengths[:, None]
+        mask = torch.ones(4, 256, dtype=torch.bool)
         mask[2, :40] = False  # left padding
-        dead = ~mask[:, None, :, None]
-        ref = decode_attention_reference(q.float(), keys.float().masked_fill(dead, 0.0),
-                                         values.float().masked_fill(dead, 0.0), mask, 250)
-        keys.masked_fill_(dead, float("nan"))
-        values.masked_fill_(dead, float("nan"))
+        unread = ~(mask & below)[:, None, :, None]
+        ref = decode_attention_reference(q.float(), keys.float().masked_fill(unread, 0.0),
+                                         values.float().masked_fill(unread, 0.0), mask & below, 250)
+        keys.masked_fill_(unread, float("nan"))
+        values.masked_fill_(unread, float("nan"))
         for name, plan in (("default", None), ("split3_block32", Plan(block_n=32, splits=3))):
-            out = decode_attention(q, keys, values, mask, 250, config=plan, skip_dead=True)
-            errors[f"skip_dead_{name}-{str(dtype).split('.')[-1]}"] = (out.float() - ref).abs().max().item()
+            out = decode_attention(q, keys, values, mask, 250, config=plan, lengths=lengths)
+            errors[f"own_lengths_{name}-{str(dtype).split('.')[-1]}"] = (out.float() - ref).abs().max().item()
     return errors
 
 
@@ -125,9 +129,10 @@ def test_kernel_matches_reference(kernel_errors: Dict[str, float], case: str, dt
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("plan", ["default", "split3_block32"])
-def test_skip_dead_reads_no_masked_slot(kernel_errors: Dict[str, float], plan: str, dtype: str):
-    error = kernel_errors[f"skip_dead_{plan}-{dtype}"]
-    assert error < TOLERANCE[dtype], f"skip_dead {plan} {dtype}: max abs error {error}"
+def test_own_lengths_read_no_slot_past_a_row_and_no_masked_one(kernel_errors: Dict[str, float], plan: str,
+                                                              dtype: str):
+    error = kernel_errors[f"own_lengths_{plan}-{dtype}"]
+    assert error < TOLERANCE[dtype], f"own lengths {plan} {dtype}: max abs error {error}"
 
 
 def test_interpreted_bf16_casts_round_to_nearest_even(kernel_errors: Dict[str, float]):
