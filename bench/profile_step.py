@@ -49,30 +49,25 @@ def activity(dev: torch.device) -> ProfilerActivity:
     return ProfilerActivity.CUDA if dev.type == "cuda" else ProfilerActivity.CPU
 
 
+def kernel_rows(prof, dev: torch.device) -> list[tuple[str, float, int]]:
+    """(name, us, calls) of every kernel the profiler saw; on the CPU every op by its own CPU time."""
+    if dev.type == "cuda":
+        return [(e.key, e.device_time_total, e.count) for e in prof.key_averages()
+                if e.device_time_total > 0 and e.device_type == torch.autograd.DeviceType.CUDA]
+    return [(e.key, e.self_cpu_time_total, e.count) for e in prof.key_averages() if e.self_cpu_time_total > 0]
+
+
 def kernel_table(prof, top: int, per: int = 0, dev: torch.device = torch.device("cuda")) -> str:
     """Kernels grouped by name: total us, calls, share of all kernel time (and the total per ``per`` steps);
     on the CPU the ops by their own CPU time."""
-    if dev.type == "cuda":
-        rows = [(e.key, e.device_time_total, e.count) for e in prof.key_averages()
-                if e.device_time_total > 0 and e.device_type == torch.autograd.DeviceType.CUDA]
-    else:
-        rows = [(e.key, e.self_cpu_time_total, e.count) for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    rows = sorted(kernel_rows(prof, dev), key=lambda r: -r[1])
     total = sum(t for _, t, _ in rows)
-    rows.sort(key=lambda r: -r[1])
     launches = sum(c for _, _, c in rows)
     each = f" ({total / per / 1e3:.3f} ms and {launches / per:.0f} launches per step)" if per else ""
     lines = [f"kernel time {total / 1e3:.2f} ms in {launches} launches{each}",
              "| share | us | calls | kernel |", "|---|---|---|---|"]
     lines += [f"| {t / total:.1%} | {t:.0f} | {c} | {name[:110]} |" for name, t, c in rows[:top]]
     return "\n".join(lines)
-
-
-def kernel_seconds(prof, dev: torch.device) -> float:
-    """Seconds of GPU kernel time (CPU op time on the CPU) the profiler saw."""
-    if dev.type == "cuda":
-        return sum(e.device_time_total for e in prof.key_averages()
-                   if e.device_time_total > 0 and e.device_type == torch.autograd.DeviceType.CUDA) / 1e6
-    return sum(e.self_cpu_time_total for e in prof.key_averages()) / 1e6
 
 
 def profile_decode(dec: StaticKVDecoder, rows: int, kv_len: int, steps: int, top: int, own_lengths: bool = False,
@@ -105,7 +100,7 @@ def profile_decode(dec: StaticKVDecoder, rows: int, kv_len: int, steps: int, top
         for _ in range(steps):
             step()
         sync(dev)
-    per_step = kernel_seconds(prof, dev) / steps
+    per_step = sum(t for _, t, _ in kernel_rows(prof, dev)) / 1e6 / steps
     step_bytes = dec.weight_bytes() + dec.kv_bytes_per_token() * int(lengths.sum())
     bandwidth = peaks(dev)[1]
     bound = f", {step_bytes / per_step / bandwidth:.1%} of the HBM bound" if bandwidth == bandwidth else ""
