@@ -25,8 +25,8 @@ stay valid and the sequences in flight continue with their KV cache.
 Rows refilled as they finish (``RefillBucket``, ``GraphDecoder(rows=R)``): a ``DecodeBucket`` holds every
 completion of the call for the whole call, so its cache is rows x (prompt + longest completion), 204 GiB for
 the 128 completions of one Qwen3-1.7B step at the paper's 12,288 + 2,048 tokens. A ``RefillBucket`` holds R
-rows; each row has its own slot and position (the cache write is a per-row scatter, attention a per-row
-mask), and at every done-check (``CHECK_EVERY`` steps) the rows whose trace has ended hand their completion
+rows; each row has its own slot and position (the cache write is a per-row indexed store, attention a
+per-row mask and length), and at every done-check (``CHECK_EVERY`` steps) the rows whose trace has ended hand their completion
 back and take the next pending prompts of the call, prefilled into those rows outside the graph while the
 other rows keep their caches. The shapes stay fixed, so the decode step is the same captured graph. The
 cache (the memory of the generator) is R x (prompt + longest completion): it follows R, not the rows of

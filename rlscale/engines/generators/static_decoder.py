@@ -4,9 +4,10 @@ The generator of the paper is vLLM (Section 2); on the lent GPUs the native torc
 place, and per decode step it must read little more than the weights and the live KV cache. HF's
 ``DynamicCache`` grows its tensors (a copy per step) and rebuilds masks on the host; here the cache is
 allocated once per batch (``StaticKVCache``), the new key/value is written into slot ``slot`` with
-``index_copy_`` (one slot for every row) or a per-row scatter (each row at its own slot, the refilling
-generator's rows) and attention reads the first ``kv_len`` slots, so every tensor has a fixed shape and
-address: a decode step can be captured in a CUDA graph (``rlscale.engines.generators.graph_decode``).
+``index_copy_`` (one slot for every row) or a per-row indexed store (each row at its own slot, the refilling
+generator's rows) and attention reads the first ``kv_len`` slots (each row's own length, for those rows), so
+every tensor has a fixed shape and address: a decode step can be captured in a CUDA graph
+(``rlscale.engines.generators.graph_decode``).
 ``prefill`` writes prompts into all rows of a cache or into chosen ones (a row refilled with a new prompt).
 
 The weights are the HF model's own tensors (layer norms, output and down projections, embedding), plus
