@@ -180,6 +180,31 @@ def test_rows_at_their_own_slots_match_the_hf_forward_of_their_own_sequences(com
         pos, slot = pos + 1, slot + 1
 
 
+def test_no_live_slot_of_a_refilled_row_lies_past_the_length_its_attention_reads():
+    """On CUDA the attention kernel ends row b's loop at lengths[b] = its slot + 1 (``decode_attention``'s
+    ``lengths``), so no live slot may lie at or past it. Over a whole refilling call (rows refilled, rows ended
+    and decoding padding until the next check, rows left idle at the end) the decoder's attention is checked at
+    every layer and step: no row's mask is True from its length on, and no length exceeds the attended kv_len."""
+    from rlscale.engines.kernels.decode_attention import decode_attention_reference
+
+    tok, model = tiny_char_policy()
+    prompts = grouped_prompts(tok)
+    engine = GraphDecoder(model, char_rules(tok), True, 0.8, max_budget=MAX_BUDGET, rows=3)
+    shortest = []
+
+    def checked(q, keys, values, mask, kv_len, lengths=None):
+        assert lengths is not None and bool((lengths <= kv_len).all())
+        assert not (mask & (torch.arange(mask.shape[1])[None, :] >= lengths[:, None])).any()
+        shortest.append(int(lengths.min()))
+        return decode_attention_reference(q, keys, values, mask, kv_len)
+
+    engine.decoder.attend = checked
+    out, _ = engine.generate(prompts, budgets_of(len(prompts)), seed=4, version=0, version_hook=None,
+                             decode=lambda ids: "")
+    assert len(out) == len(prompts)
+    assert min(shortest) == 1  # idle rows (no prompt left) attend to their one fresh slot
+
+
 def test_the_compiled_per_row_cache_write_stores_in_place():
     """Compiled (inductor's C++ backend here, its GPU backend in the generator), the refilled rows' cache write
     stores each row's key/value at its own slot and allocates nothing the size of the cache: no copy of the
