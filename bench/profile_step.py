@@ -39,8 +39,7 @@ from lib.timers import release, sync, timed
 from lib.workloads import CPU_WORK, GPU_WORK, Workload
 from rlscale.core.types import TrainBatch
 from rlscale.engines.generators.static_decoder import StaticKVDecoder
-from rlscale.engines.kernels.decode_attention import (Plan, available, decode_attention,
-                                                    decode_attention_reference)
+from rlscale.engines.kernels.decode_attention import Plan, available, decode_attention
 from rlscale.engines.learners.build import build_learner
 from rlscale.train.components import learner_settings_of
 
@@ -71,9 +70,10 @@ def kernel_table(prof, top: int, per: int = 0, dev: torch.device = torch.device(
 
 
 def profile_decode(dec: StaticKVDecoder, rows: int, kv_len: int, steps: int, top: int, own_lengths: bool = False,
-                   splits: int = 0) -> str:
+                   splits: int = 0, *, attend) -> str:
     """``steps`` decode steps at ``kv_len`` of ``rows`` rows (``--own-lengths``: the refilling generator's rows,
-    module docstring), the kernel table and the step's bytes over its kernel time."""
+    module docstring), the kernel table and the step's bytes over its kernel time; ``attend`` is the decoder's
+    own attention, which ``splits`` replaces by the kernel at that many KV splits."""
     dev = dec.device
     cache = dec.new_cache(rows, kv_len)
     dec.rope_table(kv_len)
@@ -88,7 +88,7 @@ def profile_decode(dec: StaticKVDecoder, rows: int, kv_len: int, steps: int, top
         cache.mask.fill_(True)
         pos = torch.full((rows,), kv_len - 1, device=dev)
         slot = torch.tensor([kv_len - 1], device=dev)
-    dec.attend = partial(decode_attention, config=Plan(splits=splits)) if splits else default_attend(dev)
+    dec.attend = partial(decode_attention, config=Plan(splits=splits)) if splits else attend
 
     def step():
         return dec.logits(dec.decode(cache, token, pos, slot, kv_len))
@@ -112,11 +112,6 @@ def profile_decode(dec: StaticKVDecoder, rows: int, kv_len: int, steps: int, top
             f"ms/step\n" + kernel_table(prof, top, dev=dev) +
             f"\nbytes per step {step_bytes / 1e9:.2f} GB (weights {dec.weight_bytes() / 1e9:.2f}) in "
             f"{per_step * 1e3:.2f} ms of kernels: {step_bytes / per_step / 1e12:.2f} TB/s{bound}")
-
-
-def default_attend(dev: torch.device):
-    """The decoder's own attention: the Triton kernel on CUDA, the SDPA reference elsewhere."""
-    return decode_attention if available(dev) else decode_attention_reference
 
 
 def profile_graph_steps(shape_name: str, work: Workload, dev: torch.device, top: int) -> str:
@@ -196,10 +191,11 @@ def main() -> None:
     print(f"## {args.model} on {peaks(dev)[2]}\n", flush=True)
     if not args.skip_decode:
         dec = StaticKVDecoder(model, fp32_head=False, compiled=dev.type == "cuda")
+        own_attend = dec.attend
         for kv_len in args.kv_len:
             for splits in args.splits:
-                print(profile_decode(dec, args.rows, kv_len, args.steps, args.top, args.own_lengths, splits) + "\n",
-                      flush=True)
+                print(profile_decode(dec, args.rows, kv_len, args.steps, args.top, args.own_lengths, splits,
+                                     attend=own_attend) + "\n", flush=True)
     if args.graph:
         print(profile_graph_steps(args.model, CPU_WORK if args.tiny else GPU_WORK, dev, args.top) + "\n", flush=True)
     if not args.skip_learner:
