@@ -37,6 +37,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
             item.add_marker(pytest.mark.xdist_group("slurm" if item.path in slurm_modules else module))
 
 
+def pytest_xdist_node_collection_finished(node, ids: list) -> None:
+    """Under ``--dist loadgroup`` every node id a worker collects carries its group (``...@group``, added by
+    pytest-xdist); with a pytest whose node ids xdist cannot rename (pytest 9.2 with xdist 3.8) a module's tests
+    spread over both workers and the order-dependent ones (docs/commands.md's blocks) fail at random. Stop
+    before any test runs, naming the versions."""
+    ungrouped = [i for i in ids if "@" not in i.rsplit("]", 1)[-1]]
+    if node.config.getvalue("dist") == "loadgroup" and ungrouped:
+        import xdist
+        pytest.exit(f"pytest {pytest.__version__} with pytest-xdist {xdist.__version__}: --dist loadgroup left "
+                    f"{len(ungrouped)} tests ungrouped (first {ungrouped[0]}); install the pinned pytest "
+                    f"(pyproject's test extra)", returncode=4)
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster() -> str:
     """A single-node SLURM with accounting on localhost: the running one if ``sinfo`` answers, else brought
