@@ -36,15 +36,9 @@ EXTRA=${EXTRA:-}
 LANE_GPUS=${LANE_GPUS:-1}
 SWEEP=${SWEEP:-loo_smollm2}
 PY=${PYTHON:-python3}
-SITE=${SITE:-/tmp/site}
 GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 mkdir -p "$WORK" "$OUT"
-# byte-code as a normal install has it: images that set PYTHONDONTWRITEBYTECODE and ship torch without
-# __pycache__ recompile every imported module in every process (about 10 s); setup compiles them once here
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
-export PYTHONPATH="$SITE:$SRC" PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-4}  # a pool per process, many processes
+. "$SRC/bench/lib/device_env.sh"
 RESULTS=$WORK/results
 CACHE=$WORK/cache
 rl() { "$PY" -m rlscale.cli "$@"; }

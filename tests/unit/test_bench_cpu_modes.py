@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 
 import pytest
@@ -125,7 +126,7 @@ def test_statistics_benches_at_their_smallest_sizes(script, flags, last):
         assert len([line for line in printed.splitlines() if re.match(r"^(sigmoid|power|step)", line)]) == 90
 
 
-@pytest.mark.parametrize("script", ["multi_gpu_job.sh", "smollm2_study.sh"])
+@pytest.mark.parametrize("script", ["multi_gpu_job.sh", "smollm2_study.sh", "device_queue.sh"])
 def test_the_shell_benches_parse(script):
     """The GPU-only shell drivers, checked by bash without running them (``bash -n``); their tables' code runs on
     CPU runs in ``tests/integration/test_multi_rank_jobs.py``."""
@@ -135,3 +136,37 @@ def test_the_shell_benches_parse(script):
 
     done = subprocess.run(["bash", "-n", str(ROOT / "bench" / script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_device_queue_runs_in_order_resumes_past_what_ended_and_packs(tmp_path):
+    """bench/device_queue.sh on this machine: a queue of three commands (one fails) runs detached; ``wait``
+    prints progress and packs logs, exit codes and results; a second ``start`` runs only the failed one again."""
+    import subprocess
+    import tarfile
+
+    from bench_runs import ROOT
+
+    queue = tmp_path / "queue.txt"
+    queue.write_text("# results go to $RES\necho one > $RES/one.txt\n\ntest -f $RES/go\nsleep 3; echo three\n")
+    env = {**os.environ, "WORK": str(tmp_path / "work"), "TICK": "1"}
+
+    def stage(*args):
+        done = subprocess.run(["bash", str(ROOT / "bench" / "device_queue.sh"), *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "3 commands" in stage("start", str(queue))
+    printed = stage("wait", "60")
+    assert "running 3: sleep 3; echo three" in printed
+    assert [line for line in printed.splitlines() if ": exit " in line] == ["1: exit 0", "2: exit 1", "3: exit 0"]
+    with tarfile.open(tmp_path / "work" / "out" / "queue.tar.gz") as packed:
+        names = set(packed.getnames())
+        assert {"queue/res/one.txt", "queue/1.rc", "queue/3.log"} <= names
+        assert packed.extractfile("queue/3.log").read() == b"three\n"
+    (tmp_path / "work" / "queue" / "res" / "go").touch()
+    (tmp_path / "work" / "queue" / "3.log").write_text("kept\n")
+    stage("start", str(queue))
+    printed = stage("wait", "60")
+    assert [line for line in printed.splitlines() if ": exit " in line] == ["1: exit 0", "2: exit 0", "3: exit 0"]
+    assert (tmp_path / "work" / "queue" / "3.log").read_text() == "kept\n"  # ended with 0: not run again
