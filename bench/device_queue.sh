@@ -45,7 +45,8 @@ progress() {  # one line: elapsed, the command running and the last line of its 
   if [ -f "$Q/current" ]; then
     local n; n=$(cat "$Q/current")
     local last; last=$(tail -c 2000 "$Q/$n.log" 2>/dev/null | tr '\r' '\n' | grep -v '^[[:space:]]*$' | tail -1)
-    echo "[$(( $(date +%s) - $1 )) s] $done/$total ended; running $n: $(commands | sed -n "${n}p" | cut -c1-70) | ${last:0:120}"
+    local cmd; cmd=$(commands | sed -n "${n}p" | cut -c1-70)
+    echo "[$(( $(date +%s) - $1 )) s] $done/$total ended; running $n: $cmd | ${last:0:120}"
   else
     echo "[$(( $(date +%s) - $1 )) s] $done/$total ended; runner $(running && echo finishing || echo stopped)"
   fi
