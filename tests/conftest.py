@@ -37,6 +37,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
             item.add_marker(pytest.mark.xdist_group("slurm" if item.path in slurm_modules else module))
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest without xdist (-p no:xdist) runs on
 def pytest_xdist_node_collection_finished(node, ids: list) -> None:
     """Under ``--dist loadgroup`` every node id a worker collects carries its group (``...@group``, added by
     pytest-xdist); with a pytest whose node ids xdist cannot rename (pytest 9.2 with xdist 3.8) a module's tests
